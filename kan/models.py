@@ -1,0 +1,105 @@
+"""Model stacks: the KAN under study and its MLP baselines (pure nn.Modules, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import nn
+
+from kan.layers import KANLinear
+
+IMPLS = ("kanscale", "mlp", "mlp_matched")
+
+
+def _check_widths(widths: Sequence[int]) -> list[int]:
+    widths = [int(w) for w in widths]
+    if len(widths) < 2 or any(w < 1 for w in widths):
+        raise ValueError(f"widths must list >= 2 positive layer widths, got {widths}")
+    return widths
+
+
+class KAN(nn.Module):
+    """A stack of KANLinear layers: (batch, widths[0]) -> (batch, widths[-1])."""
+
+    def __init__(
+        self,
+        widths: Sequence[int],
+        grid_size: int = 5,
+        spline_order: int = 3,
+        grid_range: tuple[float, float] = (-1.0, 1.0),
+        basis: str = "bspline",
+    ) -> None:
+        super().__init__()
+        self.widths = _check_widths(widths)
+        self.layers = nn.ModuleList(
+            KANLinear(i, o, grid_size=grid_size, spline_order=spline_order, grid_range=grid_range, basis=basis)
+            for i, o in zip(self.widths[:-1], self.widths[1:])
+        )
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class MLP(nn.Module):
+    """nn.Linear + SiLU stack (no activation after the last layer)."""
+
+    def __init__(self, widths: Sequence[int]) -> None:
+        super().__init__()
+        self.widths = _check_widths(widths)
+        layers: list[nn.Module] = []
+        for n, (i, o) in enumerate(zip(self.widths[:-1], self.widths[1:])):
+            layers.append(nn.Linear(i, o))
+            if n < len(self.widths) - 2:
+                layers.append(nn.SiLU())
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def num_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def mlp_param_count(widths: Sequence[int]) -> int:
+    return sum(i * o + o for i, o in zip(widths[:-1], widths[1:]))
+
+
+def matched_mlp_widths(widths: Sequence[int], target: int) -> list[int]:
+    """Scale the hidden widths of `widths` by one factor so the MLP's parameter count is as
+    close as possible to `target` (e.g. the KAN's). Inputs and outputs stay fixed."""
+    widths = _check_widths(widths)
+    if len(widths) == 2:
+        return widths
+    best, best_err = widths, abs(mlp_param_count(widths) - target)
+    # the count grows monotonically with the scale factor: walk hidden width h0 = 1, 2, ...
+    h0 = widths[1]
+    for h in range(1, 64 * max(widths) + 1):
+        cand = [widths[0]] + [max(1, round(w * h / h0)) for w in widths[1:-1]] + [widths[-1]]
+        err = abs(mlp_param_count(cand) - target)
+        if err < best_err:
+            best, best_err = cand, err
+        if mlp_param_count(cand) > target:
+            break
+    return best
+
+
+def build_model(
+    impl: str,
+    widths: Sequence[int],
+    grid_size: int = 5,
+    spline_order: int = 3,
+    grid_range: tuple[float, float] = (-1.0, 1.0),
+    basis: str = "bspline",
+) -> nn.Module:
+    """The model a measurement point trains. `mlp_matched` has the KAN's parameter count."""
+    if impl == "kanscale":
+        return KAN(widths, grid_size, spline_order, grid_range, basis)
+    if impl == "mlp":
+        return MLP(widths)
+    if impl == "mlp_matched":
+        target = num_params(KAN(widths, grid_size, spline_order, grid_range, basis))
+        return MLP(matched_mlp_widths(widths, target))
+    raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
