@@ -1,0 +1,30 @@
+# kanscale: how KAN training scales under DDP on your machine or cluster.
+#
+#   snakemake --profile profiles/local     # the small CPU study (config/local.yaml)
+#   snakemake --profile profiles/slurm     # your cluster (config/config.yaml)
+#
+# Results layout (<study> = config key `study`):
+#   results/<study>/points/<point>.json       one self-describing record per measurement point
+#   results/<study>/benchmarks/<point>.tsv    Snakemake's wall-clock of each point's job
+#   results/<study>/measurements.csv          tidy: one row per point x repeat
+#   results/<study>/{strong,weak,comm,model_size}.csv, guidelines.json, plots/
+#   reports/<study>/report.html               self-contained HTML report
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/analyze.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_output(),

@@ -1,0 +1,55 @@
+# Validate the config once, build the measurement points, and the get_* helpers rules use.
+import json
+import re
+import sys
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+import plan  # noqa: E402
+
+_config_source = ", ".join(map(str, workflow.configfiles)) or "config"
+try:
+    plan.validate_config(config, source=_config_source)
+except plan.ConfigError as e:
+    raise WorkflowError(str(e)) from None
+
+STUDY = config["study"]
+POINTS = plan.build_points(config)
+
+
+wildcard_constraints:
+    study=STUDY,
+    point="|".join(map(re.escape, POINTS)) if POINTS else "^$",
+
+
+def get_final_output():
+    return [f"reports/{STUDY}/report.html"]
+
+
+def get_point_records(wildcards):
+    return [f"results/{wildcards.study}/points/{pid}.json" for pid in POINTS]
+
+
+def get_point_benchmarks(wildcards):
+    return [f"results/{wildcards.study}/benchmarks/{pid}.tsv" for pid in POINTS]
+
+
+def get_points(wildcards):
+    return list(POINTS.values())
+
+
+def get_point_value(key):
+    """A resource/param function returning one field of the wildcard's point."""
+
+    def get(wildcards):
+        return POINTS[wildcards.point][key]
+
+    return get
+
+
+def get_point_json(wildcards):
+    return json.dumps(POINTS[wildcards.point], separators=(",", ":"))
+
+
+def get_retry_token(wildcards):
+    path = f"results/{wildcards.study}/points/{wildcards.point}.json"
+    return plan.retry_token(path, config["rerun_failed"])

@@ -1,0 +1,1 @@
+# Tables, figures and the self-contained HTML report (filled in by the analysis work).
