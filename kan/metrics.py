@@ -85,15 +85,21 @@ def rank_facts(device: torch.device) -> dict:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "slurm_nodename": os.environ.get("SLURMD_NODENAME"),
         "slurm_procid": os.environ.get("SLURM_PROCID"),
+        "slurm_localid": os.environ.get("SLURM_LOCALID"),
         "num_threads": torch.get_num_threads(),
         "pid": os.getpid(),
     }
 
 
 def slurm_facts() -> dict:
+    """The Slurm job this rank runs in, and what the point asked Slurm for (set by launch_slurm)."""
     keys = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
-            "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE")
-    return {k.lower(): os.environ[k] for k in keys if k in os.environ}
+            "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_STEP_ID", "SLURM_STEP_NODELIST",
+            "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_MEM_PER_NODE")
+    facts = {k.lower(): os.environ[k] for k in keys if k in os.environ}
+    if "KANSCALE_SLURM_REQUEST" in os.environ:
+        facts["requested"] = json.loads(os.environ["KANSCALE_SLURM_REQUEST"])
+    return facts
 
 
 def launch_facts() -> dict:

@@ -53,3 +53,41 @@ def get_point_json(wildcards):
 def get_retry_token(wildcards):
     path = f"results/{wildcards.study}/points/{wildcards.point}.json"
     return plan.retry_token(path, config["rerun_failed"])
+
+
+# Slurm geometry of a point's job (used by profiles/slurm through the executor plugin; ignored
+# locally). The rule has an `mpi` resource, so the plugin runs it in the job's batch step and
+# workflow/scripts/launch_slurm.py starts the srun tasks: one torchrun agent per node, or (launcher
+# srun) one task per rank.
+def _tasks_per_node(point):
+    return 1 if point["launcher"] == "torchrun" else point["gpus_per_node"]
+
+
+def get_slurm_tasks(wildcards):
+    point = POINTS[wildcards.point]
+    num_tasks = _tasks_per_node(point) * point["nodes"]
+    # The plugin rejects an mpi job with tasks == 1 ("For MPI jobs, 'tasks' must be greater
+    # than 1"), although one task (a 1-node torchrun agent) is a valid mpi-style job; the
+    # string "1" passes its check and still becomes --ntasks=1.
+    return str(num_tasks) if num_tasks == 1 else num_tasks
+
+
+def get_slurm_cpus_per_task(wildcards):
+    point = POINTS[wildcards.point]
+    # the point's cpus_per_task is per node (cpus_per_rank x gpus_per_node): one torchrun agent
+    # per node needs all of it, one srun task per rank needs one rank's share
+    return point["cpus_per_task"] // _tasks_per_node(point)
+
+
+def get_slurm_gres(wildcards):
+    """Per-node GPU request, e.g. gpu:2 or gpu:a100:2; "" (no --gres) on CPU-only clusters."""
+    point = POINTS[wildcards.point]
+    if not point["request_gpus"]:
+        return ""
+    gpu_type = f"{point['gpu_type']}:" if point["gpu_type"] else ""
+    return f"gpu:{gpu_type}{point['gpus_per_node']}"
+
+
+def get_slurm_extra(wildcards):
+    # --nodes and --ntasks alone let Slurm pack tasks unevenly (3 + 1); pin them per node
+    return f"--ntasks-per-node={_tasks_per_node(POINTS[wildcards.point])}"

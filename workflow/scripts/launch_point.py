@@ -36,7 +36,8 @@ def train_argv(point: dict, out: str | Path) -> list[str]:
     """`python -m kan.train` arguments for a point (kan never reads config/)."""
     lo, hi = point["grid_range"]
     echo = {k: point[k] for k in ("id", "study", "experiment", "rep", "nodes", "gpus_per_node", "retry_token",
-                                  "runtime_min", "mem_mb", "cpus_per_task") if k in point}
+                                  "runtime_min", "mem_mb", "cpus_per_task", "launcher", "request_gpus", "gpu_type")
+            if k in point}
     return [
         "-m", "kan.train",
         "--impl", point["impl"],

@@ -192,6 +192,8 @@ def build_points(cfg: dict) -> dict[str, dict]:
                     "max_steps": train["max_steps"],
                     "rep": rep,
                     "launcher": cfg["launcher"],
+                    "request_gpus": cfg["request_gpus"],
+                    "gpu_type": cfg["gpu_type"],
                     "device": cfg["device"],
                     "threads_per_rank": cfg["cpu_threads_per_rank"],
                     "runtime_min": res["runtime_min"],
