@@ -86,6 +86,15 @@ def local_commands(point: dict, out: str | Path, port: int | None = None) -> lis
     return [agent + train_argv(point, out) for _ in range(point["nodes"])]
 
 
+# torchrun's rendezvous errors carry no message of their own; say what they mean
+FAILURE_HINTS = {
+    "RendezvousTimeoutError": "not every node's torchrun agent joined the rendezvous within timeouts.rdzv_join_s "
+                              "(an agent did not start, or cannot reach the rendezvous endpoint on the first node)",
+    "RendezvousConnectionError": "the rendezvous store on the first node could not be reached within "
+                                 "timeouts.rdzv_read_s",
+}
+
+
 def classify_failure(log_tail: list[str], timed_out: bool) -> tuple[str, str]:
     """(status, reason) of a point that left no record, from the last lines of its log."""
     text = "\n".join(log_tail)
@@ -102,7 +111,8 @@ def classify_failure(log_tail: list[str], timed_out: bool) -> tuple[str, str]:
                    "connectFullMesh", "Connection reset by peer", "OutOfMemoryError", "Error", "error"):
         hits = [ln.strip() for ln in log_tail if marker in ln]
         if hits:
-            return status, hits[-1][:1000]
+            hint = FAILURE_HINTS.get(marker)
+            return status, (hits[-1][:1000] + (f" -- {hint}" if hint else ""))
     return status, (log_tail[-1].strip()[:1000] if log_tail else "no output")
 
 
