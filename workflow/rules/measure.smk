@@ -25,5 +25,5 @@ rule measure_point:
         # never share cores with each other and their timings stay comparable
         measure_slots=1,
     shell:
-        "{params.python} {params.launcher} --point {params.point:q} --retry-token {params.retry_token:q}"
+        "{params.python} {params.launcher} --point {params.point:q} --retry-token={params.retry_token:q}"
         " --out {output} > {log} 2>&1"
