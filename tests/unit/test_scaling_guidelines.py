@@ -103,3 +103,22 @@ def test_memory_flat_and_missing():
 def test_empty_tables():
     gs = compute_guidelines({}, TH)
     assert gs and all(g["status"] == "not_enough_data" for g in gs)
+
+
+def test_per_rank_batch_larger_batch_slower_is_not_called_too_small():
+    # at 1 rank batch 512 is slower per sample than 256: no "keep >= 512" advice, a "no gain above 256" note
+    df = frame([row("strong", 1, 1, samples_per_s=1000.0, batch_per_rank=512),
+                row("weak", 1, 1, samples_per_s=3000.0, batch_per_rank=256)])
+    (g,) = by_prefix(guidelines(df), "per-rank-batch")
+    assert g["numbers"]["falls_off_at_batch"] is None and g["numbers"]["slower_larger_batches"] == [512]
+    assert "no gain from going above 256" in g["text"]
+
+
+def test_noisy_throughput_is_flagged():
+    # repeats 1000 and 2000 at 2 ranks: t-based 95% CI half-width = 12.706 * 707.1 / sqrt 2 = 6353 (> 20% of 1500)
+    df = frame([row("strong", 1, 1, 0, 1000.0), row("strong", 1, 1, 1, 1000.0),
+                row("strong", 1, 2, 0, 1000.0), row("strong", 1, 2, 1, 2000.0)])
+    (g,) = by_prefix(guidelines(df), "strong-efficiency")
+    assert "caution: noisy" in g["text"] and g["numbers"]["max_ci_half_width_pct"] > 20
+    (g,) = by_prefix(guidelines(study()), "strong-efficiency")
+    assert "noisy" not in g["text"]

@@ -32,6 +32,25 @@ def _topo(row) -> str:
     return f"{int(row['nodes'])}x{int(row['gpus_per_node'])}"
 
 
+NOISY_PCT = 20.0  # a 95% CI half-width above this % of the mean makes a guideline say it is noisy
+
+
+def _ci_pct(rows: pd.DataFrame, metric: str) -> float:
+    """Largest 95% CI half-width over the rows, as % of the mean (NaN when no row has a CI)."""
+    if f"{metric}_ci_hi" not in rows:
+        return float("nan")
+    half = 100 * (rows[f"{metric}_ci_hi"] - rows[f"{metric}_mean"]) / rows[f"{metric}_mean"]
+    half = half.dropna()
+    return float(half.max()) if len(half) else float("nan")
+
+
+def _noise_note(pct: float) -> str:
+    if _ok(pct) and pct > NOISY_PCT:
+        return (f" — caution: noisy, the 95% CI of the throughput reaches ±{pct:.0f}% of the mean; "
+                f"add repeats before acting on this")
+    return ""
+
+
 def guideline(gid: str, topic: str, text: str, rule: str, numbers: dict, enough: bool = True) -> dict:
     return {"id": gid, "topic": topic, "status": "advice" if enough else "not_enough_data",
             "text": text if enough else f"Not enough data: {text}", "rule": rule, "numbers": numbers}
@@ -61,7 +80,8 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float) -> list[dict]:
         passing = [p for p, e in eff.items() if p > base and e >= threshold]
         failing = [p for p, e in eff.items() if p > base and e < threshold]
         listing = ", ".join(f"{eff[p]:.1%} at {p} ({where[p]})" for p in eff)
-        nums = {"threshold": threshold, "baseline_world_size": base,
+        noise = _ci_pct(g, "samples_per_s")
+        nums = {"threshold": threshold, "baseline_world_size": base, "max_ci_half_width_pct": _num(noise, 1),
                 "efficiency_by_world_size": {str(p): _num(e) for p, e in eff.items()},
                 "placement_by_world_size": {str(p): where[p] for p in eff}}
         if passing:
@@ -72,11 +92,12 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float) -> list[dict]:
                     f"{chosen} and {min(above)} to narrow it)" if above
                     else f"; that is the largest world size measured, so larger ones may still qualify")
             text = (f"{model}: largest world size with strong-scaling efficiency ≥ {threshold:.0%}: "
-                    f"{chosen} ranks (efficiency {listing}){tail}.")
+                    f"{chosen} ranks (efficiency {listing}){tail}{_noise_note(noise)}.")
         else:
             nums["chosen_world_size"] = base
             text = (f"{model}: no world size above {base} keeps strong-scaling efficiency ≥ {threshold:.0%} "
-                    f"({listing}) → for a fixed problem of this size, use {base} rank(s) or a larger problem.")
+                    f"({listing}) → for a fixed problem of this size, use {base} rank(s) or a larger problem"
+                    f"{_noise_note(noise)}.")
         out.append(guideline(gid, "strong", text, rule, nums))
     return out
 
@@ -96,15 +117,21 @@ def inter_node(comm: pd.DataFrame, penalty_pct: float) -> list[dict]:
         p = int(r["world_size"])
         intra, inter = float(r["intra_samples_per_s"]), float(r["samples_per_s_mean"])
         above = loss > penalty_pct
-        verdict = ("above the {t:g}% threshold → keep jobs within one node" if above
-                   else "within the {t:g}% threshold → spreading over nodes is fine").format(t=penalty_pct)
+        if above:
+            verdict = f"above the {penalty_pct:g}% threshold → keep jobs within one node"
+        elif loss > 0:
+            verdict = f"within the {penalty_pct:g}% threshold → spreading over nodes is fine"
+        else:
+            verdict = "no inter-node penalty → spreading over nodes is fine"
+        noise = _ci_pct(comm[(comm["model"] == r["model"]) & (comm["world_size"] == p)], "samples_per_s")
         change = f"loses {loss:.1f}%" if loss >= 0 else f"gains {-loss:.1f}%"
         text = (f"{r['model']}: inter-node placement {_topo(r)} {change} throughput vs intra-node 1x{p} at world "
-                f"size {p} ({inter:,.0f} vs {intra:,.0f} samples/s) → {verdict}.")
+                f"size {p} ({inter:,.0f} vs {intra:,.0f} samples/s) → {verdict}{_noise_note(noise)}.")
         out.append(guideline(f"inter-node-{r['model']}-{_topo(r)}", "comm", text, rule,
                              {"world_size": p, "placement": _topo(r), "loss_pct": _num(loss, 2),
                               "inter_samples_per_s": _num(inter, 1), "intra_samples_per_s": _num(intra, 1),
-                              "threshold_pct": penalty_pct, "keep_within_node": above}))
+                              "threshold_pct": penalty_pct, "keep_within_node": above,
+                              "max_ci_half_width_pct": _num(noise, 1)}))
     return out
 
 
@@ -158,37 +185,44 @@ def per_rank_batch(strong: pd.DataFrame, weak: pd.DataFrame, threshold: float) -
         for key, g in pts.groupby(["model", "world_size", "nodes", "gpus_per_node"]):
             by_b = g.groupby("batch_per_rank")["samples_per_s_per_rank_mean"].mean().sort_index()
             if len(by_b) >= 2:
-                groups.append((key, by_b))
+                groups.append((key, by_b, _ci_pct(g, "samples_per_s_per_rank")))
     if not groups:
         return [guideline("per-rank-batch", "weak", "strong- and weak-scaling points at the same world size with "
                           "different per-rank batches (e.g. strong scaling with a fixed global_batch).", rule,
                           {"threshold": threshold}, enough=False)]
     out = []
-    for (model, p, n, g), by_b in groups:
+    for (model, p, n, g), by_b, noise in groups:
         best_b = int(by_b.idxmax())
         best = float(by_b.max())
         rel = {int(b): float(v) / best for b, v in by_b.items()}
-        too_small = [b for b, r in rel.items() if r < threshold]
+        # only batches below the best one can be "too small"; a larger batch that is slower is a
+        # different effect (caches, memory) and is reported as such
+        too_small = [b for b, r in rel.items() if b < best_b and r < threshold]
+        too_large = [b for b, r in rel.items() if b > best_b and r < threshold]
         listing = ", ".join(f"{v:,.0f} at {int(b)}" for b, v in by_b.items())
+        where = f"{model} at world size {int(p)} ({int(n)}x{int(g)})"
         nums = {"world_size": int(p), "placement": f"{int(n)}x{int(g)}", "threshold": threshold,
                 "per_rank_samples_per_s_by_batch": {str(int(b)): _num(v, 1) for b, v in by_b.items()},
-                "relative_to_best": {str(b): _num(r) for b, r in rel.items()}}
+                "relative_to_best": {str(b): _num(r) for b, r in rel.items()}, "best_batch": best_b,
+                "max_ci_half_width_pct": _num(noise, 1)}
+        parts = []
         if too_small:
             cutoff = max(too_small)
-            ok_above = [b for b in rel if b > cutoff]
-            keep = min(ok_above) if ok_above else None
+            keep = min(b for b in rel if b > cutoff)
             nums.update({"falls_off_at_batch": cutoff, "min_good_batch": keep})
-            advice = (f"keep the per-rank batch ≥ {keep}" if keep else "use a larger per-rank batch than measured")
-            text = (f"{model} at world size {int(p)} ({int(n)}x{int(g)}): per-rank throughput falls to "
-                    f"{rel[cutoff]:.0%} of the best at per-rank batch {cutoff} (samples/s per rank: {listing}) "
-                    f"→ {advice}; in strong scaling the per-rank batch is global batch / p, so scale the global batch "
-                    f"with the ranks.")
+            parts.append(f"per-rank throughput falls to {rel[cutoff]:.0%} of the best at per-rank batch {cutoff} → "
+                         f"keep the per-rank batch ≥ {keep}; in strong scaling the per-rank batch is global batch / p, "
+                         f"so scale the global batch with the ranks")
         else:
-            bmin = min(rel)
-            nums.update({"falls_off_at_batch": None, "min_good_batch": bmin})
-            text = (f"{model} at world size {int(p)} ({int(n)}x{int(g)}): per-rank throughput stays ≥ {threshold:.0%} "
-                    f"of the best down to per-rank batch {bmin} (samples/s per rank: {listing}; best at {best_b}) "
-                    f"→ per-rank batches ≥ {bmin} are fine; smaller ones were not measured.")
+            nums.update({"falls_off_at_batch": None, "min_good_batch": min(rel)})
+            parts.append(f"per-rank throughput stays ≥ {threshold:.0%} of the best down to per-rank batch {min(rel)} "
+                         f"→ per-rank batches ≥ {min(rel)} are fine (smaller ones were not measured)")
+        if too_large:
+            nums["slower_larger_batches"] = too_large
+            parts.append(f"larger per-rank batches ({', '.join(map(str, too_large))}) ran slower per sample than "
+                         f"{best_b} ({', '.join(f'{rel[b]:.0%}' for b in too_large)} of it): no gain from going above "
+                         f"{best_b} here")
+        text = f"{where}: " + "; ".join(parts) + f" (samples/s per rank: {listing}){_noise_note(noise)}."
         out.append(guideline(f"per-rank-batch-{model}-p{int(p)}-{int(n)}x{int(g)}", "weak", text, rule, nums))
     return out
 

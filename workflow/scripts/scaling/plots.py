@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 REFERENCE_LABEL = "seed paper (A100, pykan)"
 REF_STYLE = {"color": "0.45", "marker": "s", "linestyle": ":", "markersize": 6, "label": REFERENCE_LABEL}
@@ -35,19 +36,35 @@ def load_reference(folder: str | Path | None) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _err(t: pd.DataFrame, mid: str, lo: str, hi: str):
-    """Asymmetric error bars from CI columns (0 where the CI is unknown: a single repeat)."""
+def _err(t: pd.DataFrame, mid: str, lo: str, hi: str, positive: bool = False):
+    """Asymmetric error bars from CI columns (0 where the CI is unknown: a single repeat). With
+    `positive` (log axes, quantities that cannot be negative) the bar stops above zero."""
     lower = (t[mid] - t[lo]).fillna(0).clip(lower=0)
     upper = (t[hi] - t[mid]).fillna(0).clip(lower=0)
+    if positive:
+        lower = pd.concat([lower, 0.95 * t[mid]], axis=1).min(axis=1)
     return [lower.to_numpy(), upper.to_numpy()]
 
 
-def _series(ax, t: pd.DataFrame, x: str, y: str, lo: str | None, hi: str | None, label_by=("model", "placement")):
+def _clip_y(ax, values, floor=0.0, headroom=1.6, minimum=None):
+    """Keep the axis on the data: a wide CI (few noisy repeats) is cut at the frame instead of
+    squashing the points; the table shows the full interval."""
+    vals = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not vals:
+        return
+    top = max(vals) * headroom
+    if minimum is not None:
+        top = max(top, minimum)
+    ax.set_ylim(floor, top)
+
+
+def _series(ax, t: pd.DataFrame, x: str, y: str, lo: str | None, hi: str | None, label_by=("model", "placement"),
+            positive: bool = True):
     palette = sns.color_palette("deep")
     for i, (key, g) in enumerate(t.groupby(list(label_by), sort=True)):
         g = g.sort_values(x)
         label = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-        yerr = _err(g, y, lo, hi) if lo and hi else None
+        yerr = _err(g, y, lo, hi, positive) if lo and hi else None
         ax.errorbar(g[x], g[y], yerr=yerr, marker="o", capsize=4, color=palette[i % len(palette)], label=label)
 
 
@@ -86,6 +103,8 @@ def plot_strong(t: pd.DataFrame, ref: pd.DataFrame | None, folder: Path, thresho
         ax.plot(ref["gpus"], ref["speedup"], **REF_STYLE)
     _world_axis(ax, grid)
     ax.set_yscale("log", base=2)
+    ymax = max([p / base for p in grid] + list(have["speedup"]) + (list(ref["speedup"]) if ref is not None else []))
+    ax.set_ylim(min(0.5, 0.8 * have["speedup"].min()), 1.5 * ymax)
     ax.set_ylabel(f"speedup vs {int(base)} rank(s)")
     ax.set_title("Strong scaling: speedup (95% CI over repeats)")
     ax.legend(fontsize=8)
@@ -102,7 +121,7 @@ def plot_strong(t: pd.DataFrame, ref: pd.DataFrame | None, folder: Path, thresho
         ax.plot(ref["gpus"], ref["efficiency_pct"], **REF_STYLE)
     _world_axis(ax, grid)
     ax.set_ylabel("parallel efficiency (%)")
-    ax.set_ylim(bottom=0)
+    _clip_y(ax, list(eff["efficiency_pct"]), headroom=1.25, minimum=115)
     ax.set_title("Strong scaling: efficiency")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -120,7 +139,7 @@ def plot_weak(t: pd.DataFrame, ref: pd.DataFrame | None, folder: Path) -> dict:
             "samples_per_s_per_rank_ci_hi")
     _world_axis(a1, have["world_size"])
     a1.set_ylabel("samples/s per rank")
-    a1.set_ylim(bottom=0)
+    _clip_y(a1, have["samples_per_s_per_rank_mean"])
     a1.set_title("Weak scaling: per-rank throughput")
     a1.legend(fontsize=8)
     a1.grid(alpha=0.3)
@@ -133,11 +152,12 @@ def plot_weak(t: pd.DataFrame, ref: pd.DataFrame | None, folder: Path) -> dict:
     a2.axhline(100, color="k", lw=1, ls="--", label="ideal")
     _world_axis(a2, grid)
     a2.set_ylabel("weak efficiency (%)")
-    a2.set_ylim(bottom=0)
+    _clip_y(a2, have["weak_efficiency_pct"], headroom=1.25, minimum=115)
     a2.set_title("Weak scaling: efficiency")
     a2.legend(fontsize=8)
     a2.grid(alpha=0.3)
-    cap = ("Left: samples/s per rank at fixed per-rank batch and samples per rank (95% CI over repeats). Right: "
+    cap = ("Axes are cut at the frame when a CI is very wide; the tables give the full intervals. "
+           "Left: samples/s per rank at fixed per-rank batch and samples per rank (95% CI over repeats). Right: "
            "per-rank throughput relative to the smallest world size.")
     if ref is not None:
         cap += f" Grey squares: {REFERENCE_LABEL}, relative to its 1 GPU."
@@ -157,6 +177,7 @@ def plot_comm(t: pd.DataFrame, folder: Path, share_pct: float) -> dict:
     a1.bar(xs, d["exposed_comm_pct_median"], color=[colors.get(p, "grey") for p in d["placement"]],
            yerr=_err(d, "exposed_comm_pct_mean", "exposed_comm_pct_ci_lo", "exposed_comm_pct_ci_hi"), capsize=4)
     a1.axhline(share_pct, color="tab:red", lw=1, ls="--")
+    _clip_y(a1, list(d["exposed_comm_pct_median"]) + [share_pct], floor=min(0.0, d["exposed_comm_pct_median"].min() * 1.2))
     a1.set_xticks(list(xs))
     a1.set_xticklabels(d["config"], rotation=20, fontsize=8)
     a1.set_ylabel("exposed communication (% of step)")
@@ -171,6 +192,7 @@ def plot_comm(t: pd.DataFrame, folder: Path, share_pct: float) -> dict:
     a2.set_xticks(list(xs))
     a2.set_xticklabels(d["config"], rotation=20, fontsize=8)
     a2.set_ylabel("samples/s (all ranks)")
+    _clip_y(a2, d["samples_per_s_mean"])
     a2.set_title("Throughput by placement")
     a2.grid(alpha=0.3, axis="y")
     cap = ("Exposed communication = median synced step − median no_sync step (interleaved in one run), as % of "
@@ -196,9 +218,13 @@ def plot_model_size(t: pd.DataFrame, ref: pd.DataFrame | None, folder: Path) -> 
     kind = have["mem_kind"].dropna().iloc[0] if "mem_kind" in have and have["mem_kind"].notna().any() else "peak"
     for ax in (a1, a2):
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("parameters")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    _clip_y(a1, list(have["peak_mem_gib_mean"]) + (list(ref["peak_mem_gb"] * 1e9 / GIB) if ref is not None else []),
+            headroom=1.3)
     a1.set_ylabel(f"peak memory (GiB, {kind})")
     a1.set_title("Peak memory vs parameters")
     a2.set_yscale("log")

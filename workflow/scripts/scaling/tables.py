@@ -24,6 +24,8 @@ NUMERIC = [
     "samples_per_s_per_rank", "epoch_time_s", "train_time_s", "peak_mem_bytes", "peak_mem_gib",
     "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes", "test_loss", "final_train_loss",
 ]
+# may legitimately be negative (noise around zero); every other metric's CI is clipped at 0
+SIGNED = {"exposed_comm_pct", "exposed_comm_s"}
 GB = 1e9  # params per GB uses decimal gigabytes, as the seed paper's params_per_gb
 
 
@@ -65,6 +67,8 @@ def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         row["not_ok"] = "; ".join(reasons)
         for m in metrics:
             st = summarize(ok[m]) if m in ok else summarize([])
+            if m not in SIGNED and st["ci_lo"] < 0:  # a t interval from few noisy repeats can dip below 0
+                st["ci_lo"] = 0.0
             for sfx in STAT_SUFFIXES:
                 row[f"{m}_{sfx}"] = st[sfx]
         rows.append(row)
