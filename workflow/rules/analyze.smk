@@ -17,11 +17,6 @@ rule collect_measurements:
         "../scripts/collect.py"
 
 
-def get_report_thresholds(wildcards):
-    """The config's report section minus the reference choice: the guideline thresholds."""
-    return {k: v for k, v in config["report"].items() if k != "reference"}
-
-
 rule compute_tables:
     input:
         measurements=rules.collect_measurements.output[0],

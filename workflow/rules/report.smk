@@ -1,13 +1,6 @@
 # Tables -> figures -> the self-contained HTML report.
 
 
-def get_reference_dir(wildcards):
-    """Folder of the seed paper's per-point CSVs when the config asks for the overlay, else None."""
-    if config["report"]["reference"] == "seed-paper-a100":
-        return f"{workflow.basedir}/workflow/report/reference"
-    return None
-
-
 rule plot_figures:
     input:
         strong=rules.compute_tables.output.strong,
