@@ -47,9 +47,9 @@ rule compute_guidelines:
         "results/{study}/guidelines.json",
     log:
         "results/{study}/logs/compute_guidelines.log",
-    message:
-        "guidelines {wildcards.study}: threshold rules over the tables"
     params:
         thresholds=get_report_thresholds,
+    message:
+        "guidelines {wildcards.study}: threshold rules over the tables"
     script:
         "../scripts/compute_guidelines.py"

@@ -11,11 +11,11 @@ rule plot_figures:
         directory("results/{study}/plots"),
     log:
         "results/{study}/logs/plot_figures.log",
-    message:
-        "figures {wildcards.study}: speedup, efficiency, weak, comm, model size"
     params:
         reference_dir=get_reference_dir,
         thresholds=get_report_thresholds,
+    message:
+        "figures {wildcards.study}: speedup, efficiency, weak, comm, model size"
     script:
         "../scripts/plot_figures.py"
 
@@ -36,10 +36,10 @@ rule render_report:
         "reports/{study}/report.html",
     log:
         "results/{study}/logs/render_report.log",
-    message:
-        "report {wildcards.study}: reports/{wildcards.study}/report.html"
     params:
         config=config,
         reference_dir=get_reference_dir,
+    message:
+        "report {wildcards.study}: reports/{wildcards.study}/report.html"
     script:
         "../scripts/render_report.py"
