@@ -58,3 +58,16 @@ def get_point_json(wildcards):
 def get_retry_token(wildcards):
     path = f"results/{wildcards.study}/points/{wildcards.point}.json"
     return plan.retry_token(path, config["rerun_failed"])
+
+
+# analysis and report (workflow/rules/analyze.smk, report.smk)
+def get_report_thresholds(wildcards):
+    """The config's report section minus the reference choice: the guideline thresholds."""
+    return {k: v for k, v in config["report"].items() if k != "reference"}
+
+
+def get_reference_dir(wildcards):
+    """Folder of the seed paper's per-point CSVs when the config asks for the overlay, else None."""
+    if config["report"]["reference"] == "seed-paper-a100":
+        return f"{workflow.basedir}/workflow/report/reference"
+    return None
