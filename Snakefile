@@ -15,7 +15,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# config/config.yaml unless --configfile names another study: Snakemake would otherwise merge
+# the two files key by key, mixing two studies into one
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"

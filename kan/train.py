@@ -101,6 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     r.add_argument("--progress-every-s", type=float, default=10.0)
     o = p.add_argument_group("output")
     o.add_argument("--out", required=True, help="path of the JSON record (written by rank 0, atomically)")
+    o.add_argument("--weights-out", default=None,
+                   help="testing aid: every rank saves its final state_dict to <this>.rank<r>.pt")
     o.add_argument("--point", default="{}", help="JSON object: the point's parameters, echoed into the record")
     args = p.parse_args(argv)
     try:
@@ -158,8 +160,6 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device, backen
     model = build_model(args.impl, args.widths, args.grid_size, args.spline_order, args.grid_range, args.basis)
     model = model.to(device)
     use_ddp = not args.no_ddp and backend is not None
-    if args.no_ddp and info.world_size > 1:
-        raise ValueError(f"--no-ddp is the single-process baseline; world size is {info.world_size}")
     net = DDP(model) if use_ddp else model
     if use_ddp and args.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(args.inject_comm_delay_ms / 1000))
@@ -243,6 +243,9 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device, backen
                        "elapsed_s": time.perf_counter() - t_train})
     _sync(device)
     train_time = time.perf_counter() - t_train
+
+    if args.weights_out:
+        torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{args.weights_out}.rank{info.rank}.pt")
 
     # held-out loss of the trained model, same on every rank (identical replicas)
     xt, yt = make_dataset(min(args.samples, 4096), args.widths[0], args.noise, args.seed + 1)
@@ -370,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     rc = 0
     try:
+        if args.no_ddp and info.world_size > 1:
+            raise ValueError(f"--no-ddp is the single-process baseline; world size is {info.world_size}")
         with process_group(info, device, args.pg_timeout_s) as backend:
             record["backend"] = backend
             mine = train(args, info, device, backend)

@@ -15,3 +15,41 @@ rule collect_measurements:
         points=get_points,
     script:
         "../scripts/collect.py"
+
+
+rule compute_tables:
+    input:
+        measurements=rules.collect_measurements.output[0],
+        records=get_point_records,
+    output:
+        points="results/{study}/points.csv",
+        strong="results/{study}/strong.csv",
+        weak="results/{study}/weak.csv",
+        comm="results/{study}/comm.csv",
+        model_size="results/{study}/model_size.csv",
+        fits="results/{study}/fits.json",
+        provenance="results/{study}/provenance.json",
+    log:
+        "results/{study}/logs/compute_tables.log",
+    message:
+        "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, comm, memory"
+    script:
+        "../scripts/compute_tables.py"
+
+
+rule compute_guidelines:
+    input:
+        strong=rules.compute_tables.output.strong,
+        weak=rules.compute_tables.output.weak,
+        comm=rules.compute_tables.output.comm,
+        model_size=rules.compute_tables.output.model_size,
+    output:
+        "results/{study}/guidelines.json",
+    log:
+        "results/{study}/logs/compute_guidelines.log",
+    params:
+        thresholds=get_report_thresholds,
+    message:
+        "guidelines {wildcards.study}: threshold rules over the tables"
+    script:
+        "../scripts/compute_guidelines.py"

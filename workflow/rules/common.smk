@@ -22,7 +22,12 @@ wildcard_constraints:
 
 
 def get_final_output():
-    return [f"reports/{STUDY}/report.html"]
+    # The records are targets themselves: Snakemake does not regenerate a deleted input whose
+    # downstream outputs still exist, but a deleted point record must run again.
+    records = [f"results/{STUDY}/points/{pid}.json" for pid in POINTS]
+    if "render_report" not in workflow._rules:  # until the report rules exist
+        return records + [f"results/{STUDY}/measurements.csv"]
+    return records + [f"reports/{STUDY}/report.html"]
 
 
 def get_point_records(wildcards):
@@ -53,6 +58,19 @@ def get_point_json(wildcards):
 def get_retry_token(wildcards):
     path = f"results/{wildcards.study}/points/{wildcards.point}.json"
     return plan.retry_token(path, config["rerun_failed"])
+
+
+# analysis and report (workflow/rules/analyze.smk, report.smk)
+def get_report_thresholds(wildcards):
+    """The config's report section minus the reference choice: the guideline thresholds."""
+    return {k: v for k, v in config["report"].items() if k != "reference"}
+
+
+def get_reference_dir(wildcards):
+    """Folder of the seed paper's per-point CSVs when the config asks for the overlay, else None."""
+    if config["report"]["reference"] == "seed-paper-a100":
+        return f"{workflow.basedir}/workflow/report/reference"
+    return None
 
 
 # Slurm geometry of a point's job (used by profiles/slurm through the executor plugin; ignored

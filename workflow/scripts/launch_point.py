@@ -191,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         cmds, env_extra = launch_slurm.commands(point, out, train_argv)
     else:
         cmds, env_extra = local_commands(point, out), {}
+    if os.environ.get("KANSCALE_FAULT") == "drop-last-agent" and len(cmds) > 1:
+        # fault injection for tests: one node's agent never starts, so the rendezvous cannot complete
+        print("[launch] KANSCALE_FAULT=drop-last-agent: not starting the last agent", flush=True)
+        cmds = cmds[:-1]
     env = {**os.environ, "OMP_NUM_THREADS": str(point["threads_per_rank"]), **env_extra}
     env["KANSCALE_LAUNCH_CMD"] = " && ".join(shlex.join(c) for c in cmds)
     env["PYTHONUNBUFFERED"] = "1"

@@ -31,9 +31,9 @@ from pathlib import Path
 PORT_BASE = 20000
 PORT_SPAN = 10000
 
-# test hook: "1" starts only the first node's torchrun agent of a multi-node point, so that its
-# rendezvous can never complete (tests/slurm/test_slurm.py checks the point fails fast and clearly)
-BREAK_RDZV_ENV = "KANSCALE_TEST_BREAK_RDZV"
+# fault injection for tests, as in launch_point.py: KANSCALE_FAULT=drop-last-agent starts no torchrun
+# agent on the job's last node, so a multi-node point's rendezvous can never complete
+FAULT_ENV = "KANSCALE_FAULT"
 
 
 def port_for_job(job_id: str | int) -> int:
@@ -111,8 +111,11 @@ def commands(point: dict, out: str | Path, train_argv: Callable[[dict, str | Pat
                 "--max-restarts=0"]
     if point["nodes"] == 1:
         return [srun + torchrun + ["--standalone", "--nnodes=1"] + train_argv(point, out)], env
-    if os.environ.get(BREAK_RDZV_ENV) == "1":
-        srun = [a for a in srun if not a.startswith(("--nodes=", "--ntasks="))] + ["--nodes=1", "--ntasks=1"]
+    if os.environ.get(FAULT_ENV) == "drop-last-agent":
+        print("[launch] KANSCALE_FAULT=drop-last-agent: no torchrun agent on the last node", flush=True)
+        num_agents = point["nodes"] - 1
+        srun = [a for a in srun if not a.startswith(("--nodes=", "--ntasks="))]
+        srun += [f"--nodes={num_agents}", f"--ntasks={num_agents}"]
     agent = torchrun + [
         f"--nnodes={point['nodes']}",
         "--rdzv-backend=c10d",

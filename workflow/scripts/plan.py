@@ -216,7 +216,7 @@ def retry_token(record_path: str | Path, rerun_failed: bool = True) -> str:
         rec = json.loads(Path(record_path).read_text())
     except (OSError, ValueError):
         return ""
-    token = str(rec.get("retry_token") or "")
+    token = str((rec.get("point") or {}).get("retry_token") or "")
     if rerun_failed and rec.get("status") != "ok":
         return f"retry-after-{rec.get('status')}-{rec.get('finished_utc') or rec.get('attempt_id') or 'unknown'}"
     return token

@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   creates .venv, runs the small local study, prints where the report is
+#   make test   creates .venv, installs what the tests need (Debian packages when root), runs them
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c requirements.lock -e '.[test]'
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/snakemake --profile profiles/local
+	@echo
+	@echo "Report: $(abspath reports/local/report.html)"
+
+# Debian packages the tests drive for real (headless Chromium, Slurm); installed only as root
+system-deps:
+	@bash tests/setup-system.sh
+
+test: $(STAMP) system-deps
+	$(BIN)/pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not e2e and not slurm"
+
+clean-results:
+	rm -rf results reports/*/ .snakemake

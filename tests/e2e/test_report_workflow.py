@@ -1,0 +1,94 @@
+"""The analysis and report rules under Snakemake, on synthetic point records (no training): a copy of
+the workflow gets one record per planned point of config/local.yaml (one of them failed, with markup in
+its reason) and Snakemake builds measurements.csv -> tables -> figures -> guidelines -> report.html."""
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+import plan  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]
+
+
+def record(point: dict, status: str = "ok", reason: str | None = None) -> dict:
+    """A record shaped like kan.train's, with throughput from an Amdahl-like model (serial part 10%)."""
+    p = point["world_size"]
+    tput = 20000.0 * (1 / (0.1 + 0.9 / p)) * (1 + 0.01 * point["rep"]) * (64 / point["hidden_width"]) ** 0.5
+    if point["nodes"] > 1:
+        tput *= 0.8
+    step = point["global_batch"] / tput
+    nbytes = point["hidden_width"] * 84 * 4
+    rec = {
+        "record_version": 1, "status": status, "reason": reason, "world_size": p, "num_nodes": point["nodes"],
+        "launcher": "torchrun", "device_type": "cpu", "backend": "gloo",
+        "provenance": {"git_sha": "0123456789abcdef", "git_dirty": False, "python": "3.11", "torch": "2.13.0+cpu",
+                       "cuda": None, "nccl": None, "platform": "test", "slurm": {"slurm_job_id": "77"}},
+        "ranks": [{"hostname": f"host{i // point['gpus_per_node']}", "device_name": "cpu"} for i in range(p)],
+        "num_hosts": point["nodes"], "finished_utc": "2026-12-01T00:00:00+00:00",
+    }
+    if status == "ok":
+        rec.update({
+            "timing": {"step_time_s": step, "nosync_step_time_s": step * (0.7 if p > 1 else 1.0),
+                       "step_s": {"p10": step * 0.9, "p90": step * 1.1}, "train_time_s": 1.0, "epoch_time_s": 0.5},
+            "throughput": {"samples_per_s": tput, "samples_per_s_per_rank": tput / p, "samples_per_s_wall": tput},
+            "comm": {"exposed_s": step * (0.3 if p > 1 else 0.0), "exposed_pct": 30.0 if p > 1 else 0.0},
+            "memory": {"kind": "cpu_peak_rss", "peak_bytes": 2e8 + 1e6 * point["hidden_width"],
+                       "peak_gib": (2e8 + 1e6 * point["hidden_width"]) / 2**30, "baseline_rss_bytes": 1.9e8,
+                       "weights_bytes": nbytes, "grads_bytes": nbytes, "optimizer_bytes": 2 * nbytes},
+            "model": {"num_params": point["hidden_width"] * 84}, "loss": {"final_train": 0.1, "test": 0.1},
+            "replicas_identical": True,
+        })
+    return rec
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("wf")
+    for name in COPY:
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
+    cfg = plan.load_config(ROOT / "config" / "local.yaml")
+    points = plan.build_points(copy.deepcopy(cfg))
+    for i, (pid, point) in enumerate(points.items()):
+        failed = i == len(points) - 1
+        rec = record(point, "failed" if failed else "ok", "<b>rank 0</b> exited" if failed else None)
+        (wd / "results/local/points").mkdir(parents=True, exist_ok=True)
+        (wd / "results/local/benchmarks").mkdir(parents=True, exist_ok=True)
+        (wd / f"results/local/points/{pid}.json").write_text(json.dumps(rec))
+        (wd / f"results/local/benchmarks/{pid}.tsv").write_text("s\th:m:s\n3.0\t0:00:03\n")
+    return wd
+
+
+def test_workflow_builds_report(workdir):
+    exe = Path(sys.executable).with_name("snakemake")
+    # the records exist and are never re-measured: only what is downstream of them runs
+    res = subprocess.run([str(exe), "--profile", "profiles/local", "--rerun-triggers", "mtime",
+                          "--allowed-rules", "collect_measurements", "compute_tables", "plot_figures",
+                          "compute_guidelines", "render_report", "all", "--cores", "2"],
+                         cwd=workdir, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert res.returncode == 0, res.stderr[-4000:]
+    html = (workdir / "reports/local/report.html").read_text()
+    for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
+        assert f'<section id="{sid}">' in html
+    assert "&lt;b&gt;rank 0&lt;/b&gt; exited" in html and "<b>rank 0</b>" not in html
+    assert html.count('<img src="data:image/png;base64,') == 5
+    g = json.loads((workdir / "results/local/guidelines.json").read_text())["guidelines"]
+    strong = next(x for x in g if x["id"].startswith("strong-efficiency"))
+    # synthetic Amdahl 10% serial: efficiency at 2 ranks = 1 / (2 * (0.1 + 0.45)) = 90.9% -> 2 ranks
+    assert strong["numbers"]["chosen_world_size"] == 2
+    assert strong["numbers"]["efficiency_by_world_size"]["2"] == pytest.approx(1 / 1.1, rel=0.02)
+    inter = next(x for x in g if x["id"].startswith("inter-node"))
+    assert inter["numbers"]["loss_pct"] == pytest.approx(20.0, abs=1.5) and inter["numbers"]["keep_within_node"]
+    for name in ("strong", "weak", "comm", "model_size", "points"):
+        assert (workdir / f"results/local/{name}.csv").stat().st_size > 0

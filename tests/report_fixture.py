@@ -1,0 +1,29 @@
+"""Render a report from the hand-built study (shared by the unit render test and the browser test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scaling.guidelines import compute_guidelines
+from scaling.plots import load_reference, plot_figures
+from scaling.render import render_report
+from scaling.tables import compute_tables
+from scaling_data import study
+
+REFERENCE = Path(__file__).resolve().parents[1] / "workflow" / "report" / "reference"
+REPORT = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20,
+          "reference": "seed-paper-a100"}
+PROVENANCE = {"hostnames": ["node<1>"], "device_types": ["cpu"], "torch": ["2.13.0+cpu"], "cuda": [], "nccl": [],
+              "git": ["9ede84170b6b (dirty)"], "slurm_job_ids": ["4242"], "num_records": 20}
+
+
+def render(tmp: Path, measurements=None, with_figures: bool = True) -> str:
+    tables = compute_tables(study() if measurements is None else measurements)
+    thresholds = {k: v for k, v in REPORT.items() if k != "reference"}
+    guidelines = compute_guidelines(tables, thresholds)
+    reference = load_reference(REFERENCE)
+    figs = tmp / "plots"
+    manifest = plot_figures(tables, figs, reference, thresholds) if with_figures else {}
+    config = {"study": "handbuilt", "repeats": 2, "report": REPORT}
+    return render_report(tables, guidelines, manifest, figs, config, PROVENANCE, reference,
+                         generated_utc="2026-12-01 00:00 UTC")

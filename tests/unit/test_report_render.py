@@ -1,0 +1,51 @@
+"""Report rendering from hand-built tables (no Snakemake): sections, escaping, self-containedness."""
+
+import re
+
+import pytest
+from report_fixture import render
+from scaling_data import frame, row
+
+SECTIONS = ("run", "strong", "weak", "comm", "model_size", "method", "guidelines")
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    return render(tmp_path_factory.mktemp("report"))
+
+
+def test_sections_present(html):
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in html
+    assert 'class="guideline advice"' in html
+    assert "largest world size with strong-scaling efficiency" in html
+
+
+def test_autoescape(html):
+    # a failure reason and a hostname containing markup appear escaped, never as live markup
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "node&lt;1&gt;" in html
+
+
+def test_self_contained(html):
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<link" not in html and "@import" not in html
+    imgs = re.findall(r'<img src="([^"]+)"', html)
+    assert len(imgs) == 5 and all(src.startswith("data:image/png;base64,") for src in imgs)
+
+
+def test_counts_provenance_and_reference(html):
+    assert "Runs that did not succeed" in html and "no record" in html
+    assert "4242" in html and "9ede84170b6b (dirty)" in html
+    assert "seed paper (A100, pykan)" in html.lower() or "Seed paper (A100, pykan)" in html
+
+
+def test_missing_data_become_placeholders(tmp_path):
+    df = frame([row("strong", 1, 1, status="failed", reason="oom"), row("weak", 1, 1, status="missing")])
+    out = render(tmp_path, df)
+    assert "<img" not in out
+    assert out.count('class="placeholder figure-missing"') == 5
+    assert "Not enough data" in out
+    for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
+        assert f'<section id="{sid}">' in out

@@ -1,0 +1,27 @@
+"""Snakemake script: tables, figures, guidelines and provenance -> reports/<study>/report.html."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling.io import read_json, read_tables, write_text  # noqa: E402
+from scaling.plots import load_reference  # noqa: E402
+from scaling.render import render_report  # noqa: E402
+
+
+def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference_dir: str | None,
+         out: str) -> None:
+    html = render_report(read_tables(tables), read_json(guidelines)["guidelines"],
+                         read_json(Path(figures) / "figures.json"), figures, config, read_json(provenance),
+                         load_reference(reference_dir))
+    write_text(out, html)
+    print(f"{out}: {len(html):,} bytes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stderr = log
+        inp = snakemake.input  # noqa: F821
+        tables = {k: inp[k] for k in ("points", "strong", "weak", "comm", "model_size", "fits")}
+        main(tables, inp.figures, inp.guidelines, inp.provenance, snakemake.params.config,  # noqa: F821
+             snakemake.params.reference_dir, snakemake.output[0])  # noqa: F821

@@ -1,0 +1,47 @@
+"""Summary statistics over repeats: mean, median, std and a Student-t 95% confidence interval.
+
+No scipy: the two-sided 97.5% quantiles of Student's t for small degrees of freedom are tabulated
+(values from any t-table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2) and fall back to the normal 1.96.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+# t_{0.975, df}: the half-width of a two-sided 95% interval is t * s / sqrt(n), df = n - 1
+T975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+    10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+    18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
+}
+
+
+def t975(df: int) -> float:
+    """The 97.5% quantile of Student's t with `df` degrees of freedom (conservative between rows)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df in T975:
+        return T975[df]
+    larger = [k for k in T975 if k > df]
+    # between tabulated rows use the smaller df's (larger) quantile: the interval errs wide
+    smaller = max(k for k in T975 if k < df)
+    return T975[smaller] if larger else 1.960
+
+
+def summarize(values: Iterable[float]) -> dict:
+    """n, mean, median, std (sample, ddof=1) and the 95% CI [lo, hi] of the mean over repeats.
+    With one value the spread is unknown: std and the CI are NaN (shown as '-'), never zero."""
+    xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    n = len(xs)
+    nan = float("nan")
+    if n == 0:
+        return {"n": 0, "mean": nan, "median": nan, "std": nan, "ci_lo": nan, "ci_hi": nan}
+    mean = sum(xs) / n
+    s = sorted(xs)
+    median = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    if n == 1:
+        return {"n": 1, "mean": mean, "median": median, "std": nan, "ci_lo": nan, "ci_hi": nan}
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = t975(n - 1) * std / math.sqrt(n)
+    return {"n": n, "mean": mean, "median": median, "std": std, "ci_lo": mean - half, "ci_hi": mean + half}
