@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,9 +64,11 @@ def slurm_cluster():
 
 
 @pytest.fixture(scope="session")
-def workdir(tmp_path_factory, slurm_cluster) -> Path:
-    """A copy of the workflow to run in, so the tests never touch the checkout's results/."""
-    wd = tmp_path_factory.mktemp("slurm-wf")
+def workdir(slurm_cluster) -> Path:
+    """A copy of the workflow to run in, so the tests never touch the checkout's results/.
+    Its own temp dir, not pytest's numbered ones: another pytest session on the machine may
+    prune those while Slurm jobs still write here."""
+    wd = Path(tempfile.mkdtemp(prefix="kanscale-slurm-wf-"))
     for name in ("Snakefile", "config", "workflow", "profiles", "kan", "tests/slurm"):
         src = REPO / name
         dst = wd / name
@@ -74,4 +77,8 @@ def workdir(tmp_path_factory, slurm_cluster) -> Path:
         elif src.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    return wd
+    yield wd
+    if os.environ.get("KANSCALE_KEEP_SLURM_WORKDIR") != "1":
+        shutil.rmtree(wd, ignore_errors=True)
+    else:
+        print(f"\n[slurm] kept {wd}", file=sys.stderr)
