@@ -5,6 +5,8 @@
 The tiny study tests/slurm/study.yaml has one point per placement 1x1, 1x2, 2x1, 2x2 (nodes x
 GPUs per node); snakemake runs with `--profile profiles/slurm --profile tests/slurm/profile`
 (the second holds only what the local Slurm needs: squeue status checks, short polling).
+It runs in a temporary copy of the workflow; KANSCALE_KEEP_SLURM_WORKDIR=1 keeps that copy
+(records, logs, snakemake-*.log with every sbatch line) for inspection.
 """
 
 from __future__ import annotations
