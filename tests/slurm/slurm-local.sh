@@ -75,7 +75,9 @@ write_conf() {
   mkdir -p /etc/slurm "$BASE/state" "$BASE/log" "$BASE/run" "$BASE/fakedev"
   for i in $(seq 1 "$NUM_NODES"); do mkdir -p "$BASE/run/slurmd-n$i"; done
   for i in $(seq 0 "$last"); do
-    [ -c "$BASE/fakedev/nvidia$i" ] || mknod "$BASE/fakedev/nvidia$i" c 1 3
+    # a copy of /dev/null; where mknod is not allowed (some containers) a link to it also works
+    [ -c "$BASE/fakedev/nvidia$i" ] || mknod "$BASE/fakedev/nvidia$i" c 1 3 2>/dev/null \
+      || ln -sf /dev/null "$BASE/fakedev/nvidia$i"
   done
   if [ -e /etc/slurm/slurm.conf ] && ! grep -q "kanscale slurm-local" /etc/slurm/slurm.conf; then
     cp /etc/slurm/slurm.conf "$BASE/slurm.conf.before"   # someone else's: keep a copy
@@ -117,7 +119,10 @@ CONF
   printf 'AutoDetect=off\nNodeName=n[1-%s] Name=gpu File=%s/fakedev/nvidia[0-%s]\n' \
     "$NUM_NODES" "$BASE" "$last" > /etc/slurm/gres.conf
   if ! grep -q "$HOSTS_MARK" /etc/hosts; then
-    echo "127.0.0.1 $(seq -f 'n%g' -s ' ' 1 "$NUM_NODES") $HOSTS_MARK" >> /etc/hosts
+    local names; names=$(seq -f 'n%g' -s ' ' 1 "$NUM_NODES")
+    # slurmctld must resolve its own SlurmctldHost; fresh CI machines do not always
+    getent hosts "$ctl" >/dev/null || names="$names $ctl"
+    echo "127.0.0.1 $names $HOSTS_MARK" >> /etc/hosts
   fi
 }
 
