@@ -76,7 +76,7 @@ def test_srun_launcher_one_task_per_gpu(fake_job):
     cmds, env = launch_slurm.commands(make_point(2, 2, launcher="srun"), "out.json", launch_point.train_argv)
     (cmd,) = cmds
     assert (flag(cmd, "--ntasks"), flag(cmd, "--ntasks-per-node"), flag(cmd, "--cpus-per-task")) == ("4", "2", "2")
-    assert "--gpus-per-task=1" in cmd and "torch.distributed.run" not in cmd
+    assert "--gpus-per-task=1" in cmd and flag(cmd, "--gres") is None and "torch.distributed.run" not in cmd
     assert cmd[cmd.index("--launcher") + 1] == "srun"
     assert env["MASTER_ADDR"] == names[0] and env["MASTER_PORT"] == str(launch_slurm.port_for_job(12345))
 

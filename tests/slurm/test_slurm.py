@@ -191,3 +191,29 @@ def test_broken_rendezvous_fails_fast_and_rest_completes(workdir):
     # the 2 minutes the issue allows and the 10 minutes of torchrun's default
     assert bad["wall_s"] < RDZV_JOIN_S + 60, bad["wall_s"]
     assert time.monotonic() - t0 < 600
+
+
+def test_srun_launcher_one_task_per_gpu(workdir):
+    study = "slurmsrun"
+    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml", "tests/slurm/study-srun.yaml"])
+    print(f"\n[slurm] srun-launcher study took {wall:.0f} s", file=sys.stderr)
+    assert rc == 0, log[-5000:]
+    calls = sbatch_calls(log)
+    for nodes, gpus in [(1, 2), (2, 2)]:
+        pid = point_id(nodes, gpus)
+        args = calls[f"rule_measure_point_wildcards_{study}_{pid}"]
+        for f in (f"--nodes={nodes}", f"--ntasks={nodes * gpus}", f"--ntasks-per-node={gpus}",
+                  f"--cpus-per-task={CPUS_PER_RANK}", f"--gres=gpu:{gpus}"):
+            assert f in args, f"{f} missing from sbatch {shlex.join(args)}"
+        rec = load_record(workdir, pid, study)
+        assert rec["status"] == "ok", rec.get("reason")
+        assert rec["launcher"] == "srun" and rec["world_size"] == nodes * gpus and rec["backend"] == "gloo"
+        ranks = rec["ranks"]
+        assert sorted(int(r["slurm_procid"]) for r in ranks) == list(range(nodes * gpus))
+        by_node = {}
+        for r in ranks:
+            by_node.setdefault(r["slurm_nodename"], []).append(r)
+        assert len(by_node) == nodes
+        for node_ranks in by_node.values():  # local ids 0..gpus-1, one distinct GPU each
+            assert sorted(int(r["slurm_localid"]) for r in node_ranks) == list(range(gpus))
+            assert sorted(r["cuda_visible_devices"] for r in node_ranks) == [str(i) for i in range(gpus)]

@@ -87,10 +87,12 @@ def commands(point: dict, out: str | Path, train_argv: Callable[[dict, str | Pat
             # one failed task ends the step at once instead of leaving its peers waiting in a collective
             "--kill-on-bad-exit=1",
             f"--job-name={point['id']}"]
-    if gres:
-        srun.append(f"--gres={gres}")
     if gres and point["launcher"] == "srun":
-        srun.append("--gpus-per-task=1")  # each rank sees its own GPU: CUDA_VISIBLE_DEVICES per task
+        # each rank gets its own GPU (CUDA_VISIBLE_DEVICES per task); not mixed with --gres, which
+        # newer Slurm versions refuse in the same request
+        srun.append("--gpus-per-task=1")
+    elif gres:
+        srun.append(f"--gres={gres}")  # the agent's workers share the node's GPUs
     env = {
         # what the job asked for and got, recorded by kan.metrics.slurm_facts()
         "KANSCALE_SLURM_REQUEST": json.dumps({
