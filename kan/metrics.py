@@ -75,9 +75,20 @@ def software_versions() -> dict:
     }
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
 def rank_facts(device: torch.device) -> dict:
     """What one rank knows about itself (gathered to rank 0)."""
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
     return {
         "hostname": socket.gethostname(),
         "device": str(device),

@@ -49,3 +49,11 @@ def test_missing_data_become_placeholders(tmp_path):
     assert "Not enough data" in out
     for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
         assert f'<section id="{sid}">' in out
+
+
+def test_no_nan_cells(html):
+    # an empty CSV cell reads back as NaN; it must render as empty text or a dash, never "nan"
+    assert ">nan<" not in html.lower().replace(" ", "")
+    from scaling import render
+
+    assert render._text(float("nan")) == "" and render._text(None) == "" and render._text("x") == "x"

@@ -26,6 +26,11 @@ def _fmt(v, nd=1):
     return str(v)
 
 
+def _text(v) -> str:
+    """A free-text cell: empty for None/NaN (a CSV's empty cell reads back as NaN)."""
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
 def _ci(row, col, nd=1, scale=1.0):
     """'mean [lo, hi]' (or just the mean for one repeat)."""
     m, lo, hi = row.get(f"{col}_mean"), row.get(f"{col}_ci_lo"), row.get(f"{col}_ci_hi")
@@ -60,7 +65,7 @@ COLUMNS = {
         ("speedup", lambda r: _fmt(r.get("speedup"), 2)), ("efficiency", lambda r: _pct(r.get("efficiency"))),
         ("Karp–Flatt e", lambda r: _fmt(r.get("karp_flatt"), 3)),
         ("exposed comm % (median)", lambda r: _fmt(r.get("exposed_comm_pct_median"), 1)),
-        ("not ok", lambda r: r.get("not_ok") or ""),
+        ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "weak": [
         ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("world size", lambda r: int(r["world_size"])),
@@ -70,7 +75,7 @@ COLUMNS = {
         ("weak efficiency", lambda r: _pct(r.get("weak_efficiency"))),
         ("scaled speedup", lambda r: _fmt(r.get("scaled_speedup"), 2)),
         ("exposed comm % (median)", lambda r: _fmt(r.get("exposed_comm_pct_median"), 1)),
-        ("not ok", lambda r: r.get("not_ok") or ""),
+        ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "comm": [
         ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: r["placement"]),
@@ -80,7 +85,7 @@ COLUMNS = {
          if r.get("exposed_comm_s_median") is not None and not math.isnan(r["exposed_comm_s_median"]) else "–"),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
         ("inter vs intra loss %", lambda r: _fmt(r.get("inter_vs_intra_loss_pct"), 1)),
-        ("not ok", lambda r: r.get("not_ok") or ""),
+        ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "model_size": [
         ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
@@ -90,7 +95,7 @@ COLUMNS = {
         ("weights / grads / optimizer KiB", lambda r: " / ".join(
             _fmt(r.get(f"{k}_bytes_median", math.nan) / 1024, 1) for k in ("weights", "grads", "optimizer"))),
         ("samples/s per rank", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
-        ("not ok", lambda r: r.get("not_ok") or ""),
+        ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
 }
 
