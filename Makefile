@@ -30,5 +30,13 @@ test: $(STAMP) system-deps
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -m "not e2e and not slurm"
 
+# a real Slurm on this machine (munge, slurmctld, slurmd n1 + n2 with 2 fake GPUs each); root only
+slurm-up:
+	bash tests/slurm/slurm-local.sh install
+	bash tests/slurm/slurm-local.sh start
+
+slurm-down:
+	bash tests/slurm/slurm-local.sh stop
+
 clean-results:
 	rm -rf results reports/*/ .snakemake

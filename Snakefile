@@ -28,6 +28,16 @@ include: "workflow/rules/analyze.smk"
 include: "workflow/rules/report.smk"
 
 
+# The aggregation steps are seconds of pandas: run them where snakemake runs, never as Slurm jobs
+localrules:
+    all,
+    collect_measurements,
+    compute_tables,
+    compute_guidelines,
+    plot_figures,
+    render_report,
+
+
 rule all:
     default_target: True
     input:

@@ -13,6 +13,10 @@ except plan.ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 STUDY = config["study"]
+# plain globals, not params: params are rerun triggers, and neither the interpreter's path nor the
+# checkout's location changes what a point measures
+PYTHON = sys.executable
+LAUNCHER = f"{workflow.basedir}/workflow/scripts/launch_point.py"
 POINTS = plan.build_points(config)
 
 

@@ -13,8 +13,6 @@ rule measure_point:
     params:
         point=get_point_json,
         retry_token=get_retry_token,
-        python=sys.executable,
-        launcher=f"{workflow.basedir}/workflow/scripts/launch_point.py",
     resources:
         nodes=get_point_value("nodes"),
         gpus_per_node=get_point_value("gpus_per_node"),
@@ -34,5 +32,5 @@ rule measure_point:
         # never share cores with each other and their timings stay comparable
         measure_slots=1,
     shell:
-        "{params.python} {params.launcher} --point {params.point:q} --retry-token={params.retry_token:q}"
+        "{PYTHON} {LAUNCHER} --point {params.point:q} --retry-token={params.retry_token:q}"
         " --out {output} > {log} 2>&1"
