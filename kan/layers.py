@@ -44,6 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kan import _triton_bspline
+
 BASES = ("bspline", "rbf", "chebyshev")
 
 
@@ -109,31 +111,30 @@ def uniform_bspline_local_coefficients(spline_order: int) -> torch.Tensor:
 
 
 class _LocalBSpline:
-    """Constants of the local evaluation for one (grid, order, range), per (device, dtype)."""
+    """Local evaluation of the uniform B-spline basis for one (grid, order, range).
+
+    Features live in a padded buffer (B, E, I), E = K + 2p + 2, rows
+        [0, p)             left padding
+        p                  silu(x) (the base branch)
+        p + 1 + k          B_k(x), k = 0 .. K - 1
+        [p + 1 + K, E)     right padding
+    For x in knot interval j (clamped to -1 .. G + 2p, so "left of" and "right of" the span are
+    intervals too) the p + 1 local values go to rows j + 1 + r, r = 0 .. p. Values of basis
+    functions that do not exist land in the padding or in the base row (written after the
+    scatter), so no masks are needed; the GEMM reads rows [p, p + 1 + K) through a strided view.
+    """
 
     def __init__(self, grid_size: int, spline_order: int, grid_range: tuple[float, float]) -> None:
         lo, hi = grid_range
-        self.order = spline_order
-        self.num_basis = grid_size + spline_order
-        self.num_intervals = grid_size + 2 * spline_order  # knot intervals in the extended span
+        p = spline_order
+        self.order = p
+        self.num_basis = grid_size + p
+        self.num_intervals = grid_size + 2 * p  # knot intervals in the extended span
+        self.num_rows = self.num_basis + 2 * p + 2  # E
         self.h = (hi - lo) / grid_size
         self.inv_h = 1.0 / self.h
-        self.t0 = lo - spline_order * self.h  # first knot
-        self.coef64 = uniform_bspline_local_coefficients(spline_order)  # (q, r)
-        # Column table: for knot interval j (clamped to -1 .. num_intervals, i.e. "left of" and
-        # "right of" the span included), the packed-feature column of B_{j - p + r} is
-        # 1 + j - p + r when that basis function exists, else 0: column 0 holds silu(x) and is
-        # written after the scatter, so it doubles as a trash slot and no mask is needed.
-        p, nb = spline_order, self.num_basis
-        num_j = self.num_intervals + 2
-        table = torch.zeros(p + 1, num_j, dtype=torch.int64)
-        for r in range(p + 1):
-            for jj in range(num_j):
-                k = (jj - 1) - p + r
-                if 0 <= k < nb:
-                    table[r, jj] = 1 + k
-        self.table = table.reshape(-1)
-        self.table_row = (torch.arange(p + 1) * num_j + 1).view(1, p + 1, 1)  # + 1: j = -1 is row entry 0
+        self.t0 = lo - p * self.h  # first knot
+        self.coef64 = uniform_bspline_local_coefficients(p)  # (q, r)
         self._cache: dict[tuple[torch.device, torch.dtype], tuple] = {}
 
     def constants(self, device: torch.device, dtype: torch.dtype) -> tuple:
@@ -146,27 +147,21 @@ class _LocalBSpline:
             self._cache[key] = (
                 [c.view(1, p + 1, 1) for c in coef],
                 [c.to(device=device, dtype=dtype).view(1, p + 1, 1) for c in dcoef],
-                self.table.to(device),
-                self.table_row.to(device),
+                (torch.arange(p + 1, device=device) + 1).view(1, p + 1, 1),
             )
         return self._cache[key]
 
     def local(self, x: torch.Tensor, need_derivative: bool):
-        """x (B, I) -> columns (B, p+1, I) int64, values (B, p+1, I), d/dx values or None.
-
-        Entries of basis functions that do not exist (near and beyond the ends of the extended
-        knot span) point at column 0 (see `table`); their values are not zeroed.
-        """
-        coef, dcoef, table, table_row = self.constants(x.device, x.dtype)
+        """x (B, I) -> buffer rows (B, p+1, I) int64, values (B, p+1, I), d/dx values or None."""
+        coef, dcoef, row_offset = self.constants(x.device, x.dtype)
         p = self.order
         u = (x - self.t0) * self.inv_h  # (B, I): position in knot intervals from the first knot
         j = torch.floor(u)
         f = (u - j).unsqueeze(1)  # (B, 1, I) in [0, 1)
-        jc = j.clamp_(-1, self.num_intervals).to(torch.int64).unsqueeze(1)  # (B, 1, I)
-        col = table.take(jc + table_row)  # (B, p+1, I)
+        rows = j.clamp_(-1, self.num_intervals).to(torch.int64).unsqueeze(1) + row_offset  # (B, p+1, I)
         # Horner in f, one polynomial per r (coefficients broadcast along dim 1)
         if p == 0:
-            w = torch.ones_like(f)
+            w = torch.ones_like(f).expand(-1, 1, -1)
         else:
             w = torch.addcmul(coef[p - 1], f, coef[p])
             for q in range(p - 2, -1, -1):
@@ -179,15 +174,22 @@ class _LocalBSpline:
                 dw = torch.addcmul(dcoef[p - 2], f, dcoef[p - 1])
                 for q in range(p - 3, -1, -1):
                     dw = torch.addcmul(dcoef[q], dw, f)
-        return col, w, dw
+        return rows, w, dw
 
     def features(self, x: torch.Tensor, need_derivative: bool):
-        """Packed features (B, 1 + K, I) = [silu(x) | B_0(x) .. B_{K-1}(x)] and what backward needs."""
-        col, w, dw = self.local(x, need_derivative)
-        feats = x.new_zeros(x.shape[0], 1 + self.num_basis, x.shape[1])
-        feats.scatter_(1, col, w)  # trash entries land in column 0 ...
-        feats[:, 0] = F.silu(x)  # ... and are overwritten here
-        return feats, col, dw
+        """Padded buffer (B, E, I) whose rows [p, p + 1 + K) are [silu(x) | B_0(x) .. B_{K-1}(x)]."""
+        p, nb = self.order, self.num_basis
+        rows, w, dw = self.local(x, need_derivative)
+        buf = x.new_empty(x.shape[0], self.num_rows, x.shape[1])
+        buf[:, p + 1 : p + 1 + nb].zero_()  # padding may hold anything: it is never read
+        buf.scatter_(1, rows, w)
+        buf[:, p] = F.silu(x)  # overwrites values that landed in the base row
+        return buf, rows, dw
+
+    def feature_view(self, buf: torch.Tensor) -> torch.Tensor:
+        """(B, E, I) buffer -> (B, (1 + K) * I) matrix view (row stride E * I, no copy)."""
+        p = self.order
+        return buf[:, p : p + 1 + self.num_basis].reshape(buf.shape[0], -1)
 
 
 class _BSplineKANFunction(torch.autograd.Function):
@@ -195,34 +197,38 @@ class _BSplineKANFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, spline: _LocalBSpline) -> torch.Tensor:
-        num_batch = x.shape[0]
         num_out = weight.shape[0]
         need_x_grad = ctx.needs_input_grad[0]
-        feats, col, dw = spline.features(x, need_derivative=need_x_grad)  # (B, 1+K, I)
+        buf, rows, dw = spline.features(x, need_derivative=need_x_grad)  # (B, E, I)
         eff = torch.empty_like(weight[:, 1:])  # (O, 1+K, I)
         eff[:, 0] = weight[:, 0]
         torch.mul(weight[:, 2:], weight[:, 1:2], out=eff[:, 1:])  # s * C
-        y = F.linear(feats.view(num_batch, -1), eff.view(num_out, -1))  # (B, O)
-        ctx.save_for_backward(x, weight, feats, eff, col, dw)
+        y = F.linear(spline.feature_view(buf), eff.view(num_out, -1))  # (B, O)
+        ctx.spline = spline
+        ctx.save_for_backward(x, weight, buf, eff, rows, dw)
         return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_y: torch.Tensor):
-        x, weight, feats, eff, col, dw = ctx.saved_tensors
-        num_batch = x.shape[0]
+        x, weight, buf, eff, rows, dw = ctx.saved_tensors
+        spline = ctx.spline
+        p, nb = spline.order, spline.num_basis
         num_out = weight.shape[0]
         grad_y = grad_y.contiguous()
         grad_x = grad_w = None
         if ctx.needs_input_grad[0]:
-            grad_f = torch.mm(grad_y, eff.view(num_out, -1)).view(feats.shape)  # (B, 1+K, I)
+            grad_buf = torch.empty_like(buf)  # (B, E, I), same padded layout as the features
+            grad_buf[:, :p].zero_()
+            grad_buf[:, p + 1 + nb :].zero_()
+            torch.mm(grad_y, eff.view(num_out, -1), out=spline.feature_view(grad_buf))
             sig = torch.sigmoid(x)
-            grad_x = grad_f[:, 0] * (sig * (1 + x * (1 - sig)))  # silu'(x)
+            grad_x = grad_buf[:, p] * (sig * (1 + x * (1 - sig)))  # silu'(x)
             if dw is not None:
-                grad_f[:, 0] = 0  # trash column of the local gather (see _LocalBSpline.table)
-                grad_x += (grad_f.gather(1, col) * dw).sum(1)
+                grad_buf[:, p] = 0  # base row: the local gather must read zeros there
+                grad_x += (grad_buf.gather(1, rows) * dw).sum(1)
         if ctx.needs_input_grad[1]:
-            grad_eff = torch.mm(grad_y.t(), feats.view(num_batch, -1)).view(eff.shape)  # (O, 1+K, I)
+            grad_eff = torch.mm(grad_y.t(), spline.feature_view(buf)).view(eff.shape)  # (O, 1+K, I)
             grad_w = torch.empty_like(weight)  # (O, 2+K, I)
             grad_w[:, 0] = grad_eff[:, 0]
             torch.mul(grad_eff[:, 1:], weight[:, 1:2], out=grad_w[:, 2:])  # d/dC = s * d/dW
@@ -298,8 +304,9 @@ class KANLinear(nn.Module):
     def basis_values(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, in) -> (batch, in, num_basis), dense (for inspection and the generic path)."""
         if self.basis == "bspline":
-            feats, _, _ = self._spline.features(x, need_derivative=False)  # (B, 1+K, I)
-            return feats[:, 1:].transpose(1, 2)
+            buf, _, _ = self._spline.features(x, need_derivative=False)  # (B, E, I)
+            p = self.spline_order
+            return buf[:, p + 1 : p + 1 + self.num_basis].transpose(1, 2)
         lo, hi = self.grid_range
         if self.basis == "rbf":
             centers = torch.linspace(lo, hi, self.grid_size, dtype=x.dtype, device=x.device)
@@ -316,6 +323,8 @@ class KANLinear(nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input (batch, {self.in_features}), got {tuple(x.shape)}")
         if self.basis == "bspline":
+            if _triton_bspline.usable(x, self.spline_order):
+                return _triton_bspline.BSplineKANTriton.apply(x, self.weight, self._spline)  # (batch, out)
             return _BSplineKANFunction.apply(x, self.weight, self._spline)  # (batch, out)
         # generic path (RBF, Chebyshev): one packed GEMM, plain autograd
         feats = torch.cat([F.silu(x).unsqueeze(1), self.basis_values(x).transpose(1, 2)], dim=1)  # (B, 1+K, I)
