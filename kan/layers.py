@@ -141,40 +141,39 @@ class _LocalBSpline:
         key = (device, dtype)
         if key not in self._cache:
             p = self.order
-            coef = self.coef64.to(device=device, dtype=dtype)
-            # d/dx = (1/h) d/df, folded into the derivative coefficients
-            dcoef = [((q + 1) * self.inv_h) * self.coef64[q + 1] for q in range(p)]
+            coef = self.coef64  # (q, r): B_{j-p+r} = sum_q coef[q, r] f^q
+            # d/dx = (1/h) d/df: derivative coefficients, degree p - 1, padded to p + 1 powers
+            dcoef = torch.zeros_like(coef)
+            dcoef[:p] = coef[1:] * (torch.arange(1, p + 1, dtype=torch.float64) * self.inv_h).unsqueeze(1)
+            both = torch.cat([coef, dcoef], dim=1)  # (q, 2(p+1)): values and derivatives in one Horner
+            as_t = lambda t: t.to(device=device, dtype=dtype).view(p + 1, 1, -1, 1)  # noqa: E731
             self._cache[key] = (
-                [c.view(1, p + 1, 1) for c in coef],
-                [c.to(device=device, dtype=dtype).view(1, p + 1, 1) for c in dcoef],
+                as_t(coef),
+                as_t(both),
                 (torch.arange(p + 1, device=device) + 1).view(1, p + 1, 1),
+                torch.tensor(self.inv_h, dtype=dtype, device=device),
+                torch.tensor(-self.t0 * self.inv_h, dtype=dtype, device=device),
             )
         return self._cache[key]
 
     def local(self, x: torch.Tensor, need_derivative: bool):
         """x (B, I) -> buffer rows (B, p+1, I) int64, values (B, p+1, I), d/dx values or None."""
-        coef, dcoef, row_offset = self.constants(x.device, x.dtype)
+        coef, both, row_offset, scale, shift = self.constants(x.device, x.dtype)
         p = self.order
-        u = (x - self.t0) * self.inv_h  # (B, I): position in knot intervals from the first knot
+        u = torch.addcmul(shift, x, scale)  # (B, I): (x - t_0) / h, position in knot intervals
         j = torch.floor(u)
         f = (u - j).unsqueeze(1)  # (B, 1, I) in [0, 1)
         rows = j.clamp_(-1, self.num_intervals).to(torch.int64).unsqueeze(1) + row_offset  # (B, p+1, I)
-        # Horner in f, one polynomial per r (coefficients broadcast along dim 1)
+        c = both if need_derivative and p > 0 else coef
+        # Horner in f, one polynomial per column of c (coefficients broadcast along dim 1)
         if p == 0:
-            w = torch.ones_like(f).expand(-1, 1, -1)
-        else:
-            w = torch.addcmul(coef[p - 1], f, coef[p])
-            for q in range(p - 2, -1, -1):
-                w = torch.addcmul(coef[q], w, f)
-        dw = None
-        if need_derivative and p > 0:
-            if p == 1:
-                dw = dcoef[0].expand_as(w)
-            else:
-                dw = torch.addcmul(dcoef[p - 2], f, dcoef[p - 1])
-                for q in range(p - 3, -1, -1):
-                    dw = torch.addcmul(dcoef[q], dw, f)
-        return rows, w, dw
+            return rows, torch.ones_like(f), None
+        v = torch.addcmul(c[p - 1], f, c[p])
+        for q in range(p - 2, -1, -1):
+            v = torch.addcmul(c[q], v, f)
+        if c is coef:
+            return rows, v, None
+        return rows, v[:, : p + 1], v[:, p + 1 :]
 
     def features(self, x: torch.Tensor, need_derivative: bool):
         """Padded buffer (B, E, I) whose rows [p, p + 1 + K) are [silu(x) | B_0(x) .. B_{K-1}(x)]."""
@@ -183,7 +182,7 @@ class _LocalBSpline:
         buf = x.new_empty(x.shape[0], self.num_rows, x.shape[1])
         buf[:, p + 1 : p + 1 + nb].zero_()  # padding may hold anything: it is never read
         buf.scatter_(1, rows, w)
-        buf[:, p] = F.silu(x)  # overwrites values that landed in the base row
+        torch.ops.aten.silu.out(x, out=buf[:, p])  # overwrites values that landed in the base row
         return buf, rows, dw
 
     def feature_view(self, buf: torch.Tensor) -> torch.Tensor:
