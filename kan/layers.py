@@ -217,15 +217,26 @@ class _BSplineKANFunction(torch.autograd.Function):
         grad_y = grad_y.contiguous()
         grad_x = grad_w = None
         if ctx.needs_input_grad[0]:
-            grad_buf = torch.empty_like(buf)  # (B, E, I), same padded layout as the features
-            grad_buf[:, :p].zero_()
-            grad_buf[:, p + 1 + nb :].zero_()
-            torch.mm(grad_y, eff.view(num_out, -1), out=spline.feature_view(grad_buf))
             sig = torch.sigmoid(x)
-            grad_x = grad_buf[:, p] * (sig * (1 + x * (1 - sig)))  # silu'(x)
-            if dw is not None:
-                grad_buf[:, p] = 0  # base row: the local gather must read zeros there
-                grad_x += (grad_buf.gather(1, rows) * dw).sum(1)
+            dsilu = sig * (1 + x * (1 - sig))  # silu'(x)
+            if num_out == 1:
+                # grad_F = grad_y (B, 1) x W (1, (1+K) I) is an outer product: gather the local
+                # entries of W (zero-padded like the features) instead of materialising grad_F
+                w_pad = torch.zeros_like(buf[0])  # (E, I)
+                w_pad[p + 1 : p + 1 + nb] = eff[0, 1:]
+                grad_x = eff[0, 0] * dsilu
+                if dw is not None:
+                    grad_x += (w_pad.expand_as(buf).gather(1, rows) * dw).sum(1)
+                grad_x *= grad_y
+            else:
+                grad_buf = torch.empty_like(buf)  # (B, E, I), same padded layout as the features
+                grad_buf[:, :p].zero_()
+                grad_buf[:, p + 1 + nb :].zero_()
+                torch.mm(grad_y, eff.view(num_out, -1), out=spline.feature_view(grad_buf))
+                grad_x = grad_buf[:, p] * dsilu
+                if dw is not None:
+                    grad_buf[:, p] = 0  # base row: the local gather must read zeros there
+                    grad_x += (grad_buf.gather(1, rows) * dw).sum(1)
         if ctx.needs_input_grad[1]:
             grad_eff = torch.mm(grad_y.t(), spline.feature_view(buf)).view(eff.shape)  # (O, 1+K, I)
             grad_w = torch.empty_like(weight)  # (O, 2+K, I)

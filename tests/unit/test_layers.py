@@ -19,10 +19,11 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.parametrize("num_out", [1, 2])  # out = 1 has its own input-gradient branch
 @pytest.mark.parametrize("basis,grid,order", CONFIGS)
-def test_gradcheck_input_and_parameters(basis, grid, order):
+def test_gradcheck_input_and_parameters(basis, grid, order, num_out):
     torch.manual_seed(0)
-    layer = KANLinear(3, 2, grid_size=grid, spline_order=order, grid_range=(-1.0, 1.0), basis=basis).double()
+    layer = KANLinear(3, num_out, grid_size=grid, spline_order=order, grid_range=(-1.0, 1.0), basis=basis).double()
     with torch.no_grad():
         layer.spline_weight.normal_()
     # inside the grid, in the extended-knot margin and beyond it
