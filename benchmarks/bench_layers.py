@@ -39,9 +39,9 @@ WORKLOADS = {
     "small": ([2, 64, 1], 10, 3, 512),
     "medium": ([64, 256, 256, 1], 5, 3, 1024),
 }
-IMPLS = ("kanscale", "inkan", "inkan-eager", "efficient-kan", "fast-kan", "pykan", "mlp")
+IMPLS = ("kanscale", "kanscale-eager", "inkan", "inkan-eager", "efficient-kan", "fast-kan", "pykan", "mlp")
 GRID_RANGE = (-1.0, 1.0)
-IMPORTS = {"kanscale": "kan.models", "mlp": "kan.models", "inkan": "inkan", "inkan-eager": "inkan",
+IMPORTS = {"kanscale": "kan.models", "kanscale-eager": "kan.models", "mlp": "kan.models", "inkan": "inkan", "inkan-eager": "inkan",
            "efficient-kan": "efficient_kan", "fast-kan": "fastkan", "pykan": "kan"}
 
 
@@ -60,8 +60,12 @@ def _rss_kib(field: str) -> int:
 def _build(impl: str, widths, grid_size: int, spline_order: int):
     import torch
 
-    if impl in ("kanscale", "mlp"):
+    if impl in ("kanscale", "kanscale-eager", "mlp"):
+        from kan import _numba_bspline
         from kan.models import KAN, MLP, matched_mlp_widths, num_params
+
+        if impl == "kanscale-eager":  # without the optional fused CPU kernels (numba)
+            _numba_bspline.set_enabled(False)
 
         model = KAN(widths, grid_size, spline_order, GRID_RANGE)
         if impl == "mlp":  # an MLP with the KAN's parameter count
@@ -160,6 +164,7 @@ def _child_path(impl: str, args: argparse.Namespace) -> list[str] | None:
     """sys.path entries for the child, or None when the implementation is unavailable."""
     paths = {
         "kanscale": str(REPO),
+        "kanscale-eager": str(REPO),
         "mlp": str(REPO),
         "inkan": args.inkan_path,
         "inkan-eager": args.inkan_path,

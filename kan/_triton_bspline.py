@@ -21,7 +21,6 @@ import contextlib
 import os
 
 import torch
-import torch.nn.functional as F
 
 try:  # optional dependency
     import triton
@@ -48,6 +47,12 @@ def usable(x: torch.Tensor, spline_order: int) -> bool:
         and x.dtype in (torch.float32, torch.float64)
         and (x.is_cuda or _INTERPRET)
     )
+
+
+def set_enabled(flag: bool) -> None:
+    """Switch this optional path on or off for the whole process (A/B benchmarks)."""
+    global _ENABLED
+    _ENABLED = bool(flag)
 
 
 @contextlib.contextmanager
@@ -129,42 +134,9 @@ def features(x: torch.Tensor, spline) -> torch.Tensor:
 
 
 def grad_x(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
+    """grad_f (B, 1 + K, I) -> grad_x (B, I)."""
+    grad_f = grad_f.contiguous()
     out = torch.empty_like(x)
     n = x.numel()
-    _grad_x_kernel[(triton.cdiv(n, BLOCK),)](x, grad_f, out, _consts(x, spline), n, x.shape[1], K=spline.num_basis, BLOCK_N=BLOCK)
+    _grad_x_kernel[(triton.cdiv(n, BLOCK),)](x.contiguous(), grad_f, out, _consts(x, spline), n, x.shape[1], K=spline.num_basis, BLOCK_N=BLOCK)
     return out
-
-
-class BSplineKANTriton(torch.autograd.Function):
-    """Same contract as kan.layers._BSplineKANFunction, with the Triton feature/grad kernels."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, spline) -> torch.Tensor:
-        x = x.contiguous()
-        num_batch, num_out = x.shape[0], weight.shape[0]
-        feats = features(x, spline)  # (B, 1+K, I)
-        eff = torch.empty_like(weight[:, 1:])  # (O, 1+K, I)
-        eff[:, 0] = weight[:, 0]
-        torch.mul(weight[:, 2:], weight[:, 1:2], out=eff[:, 1:])
-        y = F.linear(feats.view(num_batch, -1), eff.view(num_out, -1))
-        ctx.spline = spline
-        ctx.save_for_backward(x, weight, feats, eff)
-        return y
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_y: torch.Tensor):
-        x, weight, feats, eff = ctx.saved_tensors
-        num_batch, num_out = x.shape[0], weight.shape[0]
-        grad_y = grad_y.contiguous()
-        gx = gw = None
-        if ctx.needs_input_grad[0]:
-            grad_f = torch.mm(grad_y, eff.view(num_out, -1))  # (B, (1+K) I)
-            gx = grad_x(x, grad_f, ctx.spline)
-        if ctx.needs_input_grad[1]:
-            grad_eff = torch.mm(grad_y.t(), feats.view(num_batch, -1)).view(eff.shape)
-            gw = torch.empty_like(weight)
-            gw[:, 0] = grad_eff[:, 0]
-            torch.mul(grad_eff[:, 1:], weight[:, 1:2], out=gw[:, 2:])
-            torch.sum(grad_eff[:, 1:] * weight[:, 2:], dim=1, out=gw[:, 1])
-        return gx, gw, None

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kan import _triton_bspline
+from kan import _numba_bspline, _triton_bspline
 
 BASES = ("bspline", "rbf", "chebyshev")
 
@@ -246,6 +246,48 @@ class _BSplineKANFunction(torch.autograd.Function):
         return grad_x, grad_w, None
 
 
+class _FusedBSplineKANFunction(torch.autograd.Function):
+    """Same contract as _BSplineKANFunction, with fused feature and grad_x kernels.
+
+    `kernels` is kan._triton_bspline (CUDA) or kan._numba_bspline (CPU): features(x, spline)
+    -> dense F (B, 1 + K, I); grad_x(x, grad_F (B, 1 + K, I), spline) -> (B, I).
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, spline: _LocalBSpline, kernels) -> torch.Tensor:
+        num_batch, num_out = x.shape[0], weight.shape[0]
+        feats = kernels.features(x, spline)  # (B, 1+K, I)
+        eff = torch.empty_like(weight[:, 1:])  # (O, 1+K, I)
+        eff[:, 0] = weight[:, 0]
+        torch.mul(weight[:, 2:], weight[:, 1:2], out=eff[:, 1:])  # s * C
+        y = F.linear(feats.view(num_batch, -1), eff.view(num_out, -1))  # (B, O)
+        ctx.spline, ctx.kernels = spline, kernels
+        ctx.save_for_backward(x, weight, feats, eff)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_y: torch.Tensor):
+        x, weight, feats, eff = ctx.saved_tensors
+        num_batch, num_out = x.shape[0], weight.shape[0]
+        grad_y = grad_y.contiguous()
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            if num_out == 1 and ctx.kernels is _numba_bspline:
+                # rank-one grad_F = grad_y x W: hand the kernel W broadcast over the batch
+                grad_x = ctx.kernels.grad_x(x, eff.expand(num_batch, -1, -1), ctx.spline) * grad_y
+            else:
+                grad_f = torch.mm(grad_y, eff.view(num_out, -1)).view(feats.shape)  # (B, 1+K, I)
+                grad_x = ctx.kernels.grad_x(x, grad_f, ctx.spline)
+        if ctx.needs_input_grad[1]:
+            grad_eff = torch.mm(grad_y.t(), feats.view(num_batch, -1)).view(eff.shape)  # (O, 1+K, I)
+            grad_w = torch.empty_like(weight)
+            grad_w[:, 0] = grad_eff[:, 0]
+            torch.mul(grad_eff[:, 1:], weight[:, 1:2], out=grad_w[:, 2:])  # d/dC = s * d/dW
+            torch.sum(grad_eff[:, 1:] * weight[:, 2:], dim=1, out=grad_w[:, 1])  # d/ds = sum_k C_k d/dW_k
+        return grad_x, grad_w, None, None
+
+
 class KANLinear(nn.Module):
     """One KAN layer.
 
@@ -333,8 +375,9 @@ class KANLinear(nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input (batch, {self.in_features}), got {tuple(x.shape)}")
         if self.basis == "bspline":
-            if _triton_bspline.usable(x, self.spline_order):
-                return _triton_bspline.BSplineKANTriton.apply(x, self.weight, self._spline)  # (batch, out)
+            for kernels in (_triton_bspline, _numba_bspline):  # optional fused paths
+                if kernels.usable(x, self.spline_order):
+                    return _FusedBSplineKANFunction.apply(x, self.weight, self._spline, kernels)  # (batch, out)
             return _BSplineKANFunction.apply(x, self.weight, self._spline)  # (batch, out)
         # generic path (RBF, Chebyshev): one packed GEMM, plain autograd
         feats = torch.cat([F.silu(x).unsqueeze(1), self.basis_values(x).transpose(1, 2)], dim=1)  # (B, 1+K, I)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
-
-from kan import KAN, KANLinear
-from kan.layers import BASES
 from torch.func import functional_call
+
+from kan import KAN, KANLinear, _numba_bspline
+from kan.layers import BASES
 
 CONFIGS = [
     # basis, grid, order
@@ -19,9 +21,16 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.parametrize("path", ["default", "eager"])  # default: numba's fused kernels when installed
 @pytest.mark.parametrize("num_out", [1, 2])  # out = 1 has its own input-gradient branch
 @pytest.mark.parametrize("basis,grid,order", CONFIGS)
-def test_gradcheck_input_and_parameters(basis, grid, order, num_out):
+def test_gradcheck_input_and_parameters(basis, grid, order, num_out, path):
+    ctx = _numba_bspline.disabled() if path == "eager" else contextlib.nullcontext()
+    with ctx:
+        _gradcheck(basis, grid, order, num_out)
+
+
+def _gradcheck(basis, grid, order, num_out):
     torch.manual_seed(0)
     layer = KANLinear(3, num_out, grid_size=grid, spline_order=order, grid_range=(-1.0, 1.0), basis=basis).double()
     with torch.no_grad():
@@ -96,6 +105,25 @@ def test_training_reduces_loss():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.1 * losses[0]
+
+
+@pytest.mark.skipif(not _numba_bspline.available(), reason="numba is not installed (optional): eager path only")
+@pytest.mark.parametrize("num_out", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_cpu_path_matches_eager(dtype, num_out):
+    torch.manual_seed(0)
+    layer = KANLinear(5, num_out, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
+    with torch.no_grad():
+        layer.spline_weight.normal_()
+    x = (torch.rand(37, 5, dtype=dtype) * 7 - 3).requires_grad_()  # inside and outside the span
+    y1 = layer(x)
+    g1 = torch.autograd.grad(y1.square().sum(), (x, layer.weight))
+    with _numba_bspline.disabled():
+        y0 = layer(x)
+        g0 = torch.autograd.grad(y0.square().sum(), (x, layer.weight))
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    for a, b in zip((y1, *g1), (y0, *g0)):
+        torch.testing.assert_close(a, b, **tol)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused GPU path cannot run here")
