@@ -18,7 +18,6 @@ import torch
 
 try:  # optional dependency
     import numba
-    import numpy as np
 
     _HAVE_NUMBA = True
 except Exception:

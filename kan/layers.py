@@ -15,20 +15,23 @@ grid_size + spline_order basis functions per input.
 
 How the fast path works (B-spline, any device):
 
-- Packed parameter. W_base, s and C live in one tensor `weight` (out, in, 2 + num_basis) =
+- Packed parameter. W_base, s and C live in one tensor `weight` (out, 2 + K, in) =
   [W_base | s | C_0 .. C_{K-1}] (views `base_weight`, `spline_scaler`, `spline_weight`).
   Adam is elementwise, so packing changes no training arithmetic; it only turns three
   optimizer updates per layer into one (the CPU Adam loops over tensors one by one).
-- One matmul. Features F (batch, in, 1 + K) = [silu(x) | B_0(x) .. B_{K-1}(x)] meet the
-  effective weight W (out, in, 1 + K) = [W_base | s * C] in a single GEMM.
+- One matmul. Features F (batch, 1 + K, in) = [silu(x) | B_0(x) .. B_{K-1}(x)] meet the
+  effective weight W (out, 1 + K, in) = [W_base | s * C] in a single GEMM.
 - Local basis. On a uniform grid, x in knot interval j (u = (x - t_0) / h, j = floor(u),
   f = u - j) has only order + 1 non-zero B-splines, k = j - order .. j, whose values are fixed
-  polynomials in f (evaluated by Horner on a (batch, in, order + 1) tensor) and are scattered
-  into F. The dense Cox-de Boor recursion over all K basis functions is never run.
-- Custom autograd Function. Backward needs only x, F, W and the (order + 1) local
-  derivative values and their columns: grad_x gathers order + 1 entries of grad_F per input
-  instead of contracting all K, and the input-gradient GEMM is skipped when x needs no grad
-  (the first layer).
+  polynomials in f. The dense Cox-de Boor recursion over all K basis functions is never run.
+- Custom autograd Function. Backward needs only x, F, W and the local derivative values:
+  grad_x reads order + 1 entries of grad_F per input instead of contracting all K, the
+  input-gradient GEMM is skipped when x needs no grad (the first layer), and for out = 1
+  grad_x gathers the weights directly (grad_F would be a rank-one outer product).
+- Kernels, in order of preference: Triton on CUDA (kan/_triton_bspline.py), numba on CPU
+  (kan/_numba_bspline.py), both optional and cubic-only, each one fused pass per direction;
+  else the eager path here (Horner on a (batch, order + 1, in) tensor and one scatter into a
+  padded buffer, one gather back), which works for every order, device and dtype.
 
 GEMM arithmetic of a [64, 256, 256, 1] grid-5 cubic KAN at batch 1024: the 256 -> 256 layer has
 K_packed = 256 * 9 = 2304, so forward, grad-W and grad-x GEMMs each cost
