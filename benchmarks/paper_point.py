@@ -29,11 +29,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--torchrun", action="store_true", help="start it under torchrun (+ an agent process)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rec.json"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1", "-m",
-               "kan.train", "--impl", a.impl, "--basis", a.basis, "--widths", "2,64,1", "--grid-size", "10",
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1"]
+        cmd = [*(launcher if a.torchrun else [sys.executable]), "-m", "kan.train", "--impl", a.impl,
+               "--basis", a.basis, "--widths", "2,64,1", "--grid-size", "10",
                "--spline-order", "3", "--grid-range=-2,2", "--samples", "100000", "--epochs", str(a.epochs),
                "--batch-per-rank", "512", "--lr", "0.001", "--device", a.device, "--threads", str(a.threads),
                "--out", str(out), "--progress-every-s", "1000"]
@@ -43,7 +45,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
         rec = json.loads(out.read_text())
     t = rec["timing"]
-    print(f"impl {a.impl}/{a.basis}, device {rec['device_type']} ({rec['ranks'][0]['device_name']}), "
+    print(f"{'torchrun' if a.torchrun else 'python'} -m kan.train, DDP at world size 1 ({rec['backend']}); "
+          f"impl {a.impl}/{a.basis}, device {rec['device_type']} ({rec['ranks'][0]['device_name']}), "
           f"threads {a.threads}, epochs {a.epochs}, steps {t['num_steps']}")
     print(f"command wall {wall:.1f} s; training loop {t['train_time_s']:.1f} s; "
           f"median step {t['step_time_s'] * 1e3:.3f} ms = {rec['throughput']['samples_per_s']:,.0f} samples/s; "

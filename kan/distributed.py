@@ -77,16 +77,16 @@ def pick_device(requested: str, info: DistInfo) -> torch.device:
 @contextlib.contextmanager
 def process_group(info: DistInfo, device: torch.device, timeout_s: float) -> Iterator[str | None]:
     """Initialise the process group once (NCCL on CUDA, else gloo) and always destroy it.
-    Yields the backend actually used (None for a single process without a launcher)."""
-    if info.launcher == "none":
-        yield None
-        return
+    Yields the backend actually used. Without a launcher (`python -m kan.train`) the group is a
+    one-rank group on an in-process store, so the DDP baseline needs no torchrun either."""
     backend = "nccl" if device.type == "cuda" else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)
     kwargs = {}
     if info.launcher == "srun":  # torchrun provides the store; for srun we name the rendezvous
         kwargs = {"init_method": "env://", "rank": info.rank, "world_size": info.world_size}
+    elif info.launcher == "none":
+        kwargs = {"store": dist.HashStore(), "rank": 0, "world_size": 1}
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
     try:
         yield backend

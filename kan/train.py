@@ -3,7 +3,9 @@
 The one entry point torchrun (or srun) starts. It takes the point's parameters as CLI
 arguments and never reads config/. Examples:
 
-    # one process, the DDP wrapper at world size 1 (the 1-GPU DDP baseline)
+    # one process, the DDP wrapper at world size 1 (the 1-GPU DDP baseline); no launcher needed
+    python -m kan.train --widths 2,64,1 --grid-size 10 --out p.json
+    # the same under torchrun (what the workflow runs)
     torchrun --standalone --nproc-per-node=1 -m kan.train --widths 2,64,1 --grid-size 10 --out p.json
     # 2 ranks on one machine
     torchrun --standalone --nproc-per-node=2 -m kan.train --widths 2,64,1 --out p.json
@@ -154,12 +156,12 @@ class Progress:
               f"{rate * self.global_batch:,.0f} samples/s ETA {eta:.0f} s", flush=True)
 
 
-def train(args: argparse.Namespace, info: DistInfo, device: torch.device, backend: str | None) -> dict:
+def train(args: argparse.Namespace, info: DistInfo, device: torch.device) -> dict:
     """Run the training loop; return this rank's raw measurements."""
     torch.manual_seed(args.seed)  # identical initial weights on every rank (DDP also broadcasts)
     model = build_model(args.impl, args.widths, args.grid_size, args.spline_order, args.grid_range, args.basis)
     model = model.to(device)
-    use_ddp = not args.no_ddp and backend is not None
+    use_ddp = not args.no_ddp
     net = DDP(model) if use_ddp else model
     if use_ddp and args.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(args.inject_comm_delay_ms / 1000))
@@ -237,8 +239,7 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device, backen
             progress.update(step)
         # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
         stats = torch.stack([loss_sum, torch.tensor(float(seen), device=device)])
-        if backend is not None:
-            dist.all_reduce(stats)
+        dist.all_reduce(stats)
         _sync(device)
         epochs.append({"epoch": epoch, "train_loss": (stats[0] / stats[1]).item(),
                        "elapsed_s": time.perf_counter() - t_train})
@@ -378,13 +379,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--no-ddp is the single-process baseline; world size is {info.world_size}")
         with process_group(info, device, args.pg_timeout_s) as backend:
             record["backend"] = backend
-            mine = train(args, info, device, backend)
+            mine = train(args, info, device)
             mine["baseline_rss_bytes"] = baseline_rss
             per_rank = [None] * info.world_size
-            if backend is not None:
-                dist.all_gather_object(per_rank, mine)
-            else:
-                per_rank = [mine]
+            dist.all_gather_object(per_rank, mine)
         record.update(summarize_ranks(args, info, per_rank))
         record["num_hosts"] = len({r["hostname"] for r in record["ranks"]})
         if record["timing"]["step_time_s"] is None:

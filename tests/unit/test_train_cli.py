@@ -28,7 +28,17 @@ def test_single_process_record(tmp_path):
     rc = train.main(["--widths", "2,4,1", "--samples", "1024", "--batch-per-rank", "64", "--warmup-steps", "2",
                      "--out", str(out), "--device", "cpu", "--point", '{"id": "x"}'])
     rec = json.loads(out.read_text())
-    assert rc == 0 and rec["status"] == "ok" and rec["launcher"] == "none" and rec["backend"] is None
+    # no launcher: a one-rank group on an in-process store, DDP still wraps the model
+    assert rc == 0 and rec["status"] == "ok" and rec["launcher"] == "none" and rec["backend"] == "gloo"
     assert rec["point"]["id"] == "x" and rec["timing"]["num_steps"] == 16
-    assert rec["comm"]["exposed_s"] is None  # no DDP, no communication to measure
+    assert rec["comm"]["probe_every"] == 2 and rec["comm"]["exposed_s"] is not None
     assert not list(tmp_path.glob(".r.json.*.tmp"))  # atomic write left no temp file
+
+
+def test_no_ddp_baseline(tmp_path):
+    out = tmp_path / "r.json"
+    rc = train.main(["--widths", "2,4,1", "--samples", "1024", "--batch-per-rank", "64", "--warmup-steps", "2",
+                     "--out", str(out), "--device", "cpu", "--no-ddp"])
+    rec = json.loads(out.read_text())
+    assert rc == 0 and rec["point"]["ddp"] is False
+    assert rec["comm"]["probe_every"] == 0 and rec["comm"]["exposed_s"] is None  # nothing to measure
