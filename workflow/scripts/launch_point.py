@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         # fault injection for tests: one node's agent never starts, so the rendezvous cannot complete
         print("[launch] KANSCALE_FAULT=drop-last-agent: not starting the last agent", flush=True)
         cmds = cmds[:-1]
-    env = {**os.environ, "OMP_NUM_THREADS": str(point["threads_per_rank"]), **env_extra}
+    threads = str(point["threads_per_rank"])
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads, **env_extra}
     env["KANSCALE_LAUNCH_CMD"] = " && ".join(shlex.join(c) for c in cmds)
     env["PYTHONUNBUFFERED"] = "1"
     deadline = max(point["runtime_min"] * 60 - DEADLINE_MARGIN_S, 30)
