@@ -191,15 +191,16 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device) -> dic
         if step >= total_steps:
             break
         idx = shard_indices(args.samples, info.rank, info.world_size, epoch, args.seed).to(device)
+        # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
+        x_ep, y_ep = x_all[idx], y_all[idx]
         loss_sum = torch.zeros((), device=device)
         seen = 0
         for s in range(steps_per_epoch):
             if step >= total_steps:
                 break
-            bi = idx[s * bpr : (s + 1) * bpr]
-            xb, yb = x_all[bi], y_all[bi]
+            xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
             probe = probe_every > 0 and step % probe_every == probe_every - 1
-            timed = step >= args.warmup_steps and len(bi) == bpr  # full batches after warm-up only
+            timed = step >= args.warmup_steps and len(xb) == bpr  # full batches after warm-up only
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             if probe:
@@ -209,14 +210,15 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device) -> dic
                 _sync(device)
                 ta = time.perf_counter()
                 # untimed: average gradients by hand so the replicas stay identical
-                flat = torch.cat([p.grad.reshape(-1) for p in params])
-                dist.all_reduce(flat)
-                flat.div_(info.world_size)
-                off = 0
-                for p in params:
-                    n = p.numel()
-                    p.grad.copy_(flat[off : off + n].view_as(p.grad))
-                    off += n
+                if info.world_size > 1:  # one rank's gradients already are the mean
+                    flat = torch.cat([p.grad.reshape(-1) for p in params])
+                    dist.all_reduce(flat)
+                    flat.div_(info.world_size)
+                    off = 0
+                    for p in params:
+                        n = p.numel()
+                        p.grad.copy_(flat[off : off + n].view_as(p.grad))
+                        off += n
                 _sync(device)
                 tb = time.perf_counter()
                 opt.step()
@@ -233,8 +235,8 @@ def train(args: argparse.Namespace, info: DistInfo, device: torch.device) -> dic
                 t1 = time.perf_counter()
                 if timed:
                     sync_times.append(t1 - t0)
-            loss_sum += loss.detach() * len(bi)
-            seen += len(bi)
+            loss_sum += loss.detach() * len(xb)
+            seen += len(xb)
             step += 1
             progress.update(step)
         # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
