@@ -11,11 +11,12 @@ and nothing here is required: without numba the eager path runs.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 
 import torch
+
+from kan._switch import KernelSwitch
 
 # numba sizes its thread pool once, at import, to all cores; two ranks on a 2-core machine then
 # run 2 x 2 numba threads and the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step,
@@ -31,11 +32,11 @@ try:  # optional dependency
 except Exception:
     _HAVE_NUMBA = False
 
-_ENABLED = True
+_SWITCH = KernelSwitch()
 
 
 def available() -> bool:
-    return _HAVE_NUMBA and _ENABLED
+    return _HAVE_NUMBA and _SWITCH.enabled
 
 
 def usable(x: torch.Tensor, spline_order: int) -> bool:
@@ -48,21 +49,8 @@ def usable(x: torch.Tensor, spline_order: int) -> bool:
     )
 
 
-def set_enabled(flag: bool) -> None:
-    """Switch this optional path on or off for the whole process (A/B benchmarks)."""
-    global _ENABLED
-    _ENABLED = bool(flag)
-
-
-@contextlib.contextmanager
-def disabled():
-    """Use the eager path inside the block (for tests and A/B benchmarks)."""
-    global _ENABLED
-    old, _ENABLED = _ENABLED, False
-    try:
-        yield
-    finally:
-        _ENABLED = old
+set_enabled = _SWITCH.set_enabled
+disabled = _SWITCH.disabled
 
 
 if _HAVE_NUMBA:

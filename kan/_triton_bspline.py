@@ -17,10 +17,11 @@ checks them.
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 import torch
+
+from kan._switch import KernelSwitch
 
 try:  # optional dependency
     import triton
@@ -30,13 +31,13 @@ try:  # optional dependency
 except Exception:  # ImportError, or a broken install on a CPU-only machine
     _HAVE_TRITON = False
 
-_ENABLED = True
+_SWITCH = KernelSwitch()
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 BLOCK = 256
 
 
 def available() -> bool:
-    return _HAVE_TRITON and _ENABLED
+    return _HAVE_TRITON and _SWITCH.enabled
 
 
 def usable(x: torch.Tensor, spline_order: int) -> bool:
@@ -49,21 +50,8 @@ def usable(x: torch.Tensor, spline_order: int) -> bool:
     )
 
 
-def set_enabled(flag: bool) -> None:
-    """Switch this optional path on or off for the whole process (A/B benchmarks)."""
-    global _ENABLED
-    _ENABLED = bool(flag)
-
-
-@contextlib.contextmanager
-def disabled():
-    """Use the eager path inside the block (for tests and A/B benchmarks)."""
-    global _ENABLED
-    old, _ENABLED = _ENABLED, False
-    try:
-        yield
-    finally:
-        _ENABLED = old
+set_enabled = _SWITCH.set_enabled
+disabled = _SWITCH.disabled
 
 
 if _HAVE_TRITON:
