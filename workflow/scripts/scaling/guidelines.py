@@ -90,7 +90,7 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float) -> list[dict]:
             above = [p for p in failing if p > chosen]
             tail = (f"; beyond it efficiency drops below {threshold:.0%} (measure more world sizes between "
                     f"{chosen} and {min(above)} to narrow it)" if above
-                    else f"; that is the largest world size measured, so larger ones may still qualify")
+                    else "; that is the largest world size measured, so larger ones may still qualify")
             text = (f"{model}: largest world size with strong-scaling efficiency ≥ {threshold:.0%}: "
                     f"{chosen} ranks (efficiency {listing}){tail}{_noise_note(noise)}.")
         else:

@@ -168,7 +168,7 @@ def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
         notes["weak"] = (f"Measured weak efficiency at {int(top['world_size'])} ranks: {100 * top['weak_efficiency']:.1f}%; "
                          f"the seed paper's per-GPU throughput went from {base:,.0f} to {last['samples_per_s_per_gpu']:,.0f} "
                          f"samples/s ({100 * last['samples_per_s_per_gpu'] / base:.1f}%) at {int(last['gpus'])} GPUs.")
-    c, rc = tables.get("comm"), reference.get("comm")
+    rc = reference.get("comm")
     if rc is not None and len(rc):
         notes["comm"] = ("The seed paper's comm_overhead_pct ("
                          + ", ".join(f"{r['case']}: {r['comm_overhead_pct']:.1f}%" for _, r in rc.iterrows())
