@@ -58,14 +58,9 @@ def _message(err) -> str:
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(set(value) - set(allowed))
         return f"{where}: unknown key(s) {', '.join(map(repr, extra))}; allowed keys: {', '.join(allowed)}"
-    if kind == "required":
-        return f"{where}: {err.message}"
     if kind == "not" and "const" in schema.get("not", {}):
         return f"{where}: {value!r} is not allowed ({schema.get('description', '')})".rstrip(" ()")
-    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type", "pattern",
-                "minItems", "maxItems", "uniqueItems"):
-        return f"{where}: {err.message}"
-    return f"{where}: {err.message}"
+    return f"{where}: {err.message}"  # jsonschema's own text already shows the value and the bound
 
 
 def validate_config(config: dict, source: str = "config", schema: dict | None = None) -> dict:
