@@ -1,8 +1,7 @@
-"""Step timing summaries, peak memory, provenance and the atomic JSON record (no pandas)."""
+"""Step timing summaries, peak memory and provenance of a rank (no pandas)."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import resource
@@ -10,11 +9,12 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+from kan import env
 
 
 def summarize(times_s: Sequence[float]) -> dict | None:
@@ -93,47 +93,11 @@ def rank_facts(device: torch.device) -> dict:
         "hostname": socket.gethostname(),
         "device": str(device),
         "device_name": name,
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "slurm_nodename": os.environ.get("SLURMD_NODENAME"),
-        "slurm_procid": os.environ.get("SLURM_PROCID"),
-        "slurm_localid": os.environ.get("SLURM_LOCALID"),
+        **env.rank_env(),
         "num_threads": torch.get_num_threads(),
         "pid": os.getpid(),
     }
 
 
-def slurm_facts() -> dict:
-    """The Slurm job this rank runs in, and what the point asked Slurm for (set by launch_slurm)."""
-    keys = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
-            "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_STEP_ID", "SLURM_STEP_NODELIST",
-            "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_MEM_PER_NODE")
-    facts = {k.lower(): os.environ[k] for k in keys if k in os.environ}
-    if "KANSCALE_SLURM_REQUEST" in os.environ:
-        facts["requested"] = json.loads(os.environ["KANSCALE_SLURM_REQUEST"])
-    return facts
-
-
 def launch_facts() -> dict:
-    env_keys = [k for k in sorted(os.environ) if k.startswith(("NCCL_", "GLOO_", "TORCH_NCCL", "OMP_NUM_THREADS"))]
-    return {
-        "argv": [sys.executable, "-m", "kan.train", *sys.argv[1:]],
-        "launch_command": os.environ.get("KANSCALE_LAUNCH_CMD"),
-        "env": {k: os.environ[k] for k in env_keys},
-    }
-
-
-def write_json_atomic(path: str | Path, obj: dict) -> None:
-    """Write to a temp file in the same directory, fsync, then rename: readers never see half a record."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=False, default=str)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return {"argv": [sys.executable, "-m", "kan.train", *sys.argv[1:]], **env.launch_env()}

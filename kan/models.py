@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from kan.config import IMPLS, ModelConfig
 from kan.layers import KANLinear
 
-IMPLS = ("kanscale", "mlp", "mlp_matched")
+_DEFAULT = ModelConfig()
 
 
 def _check_widths(widths: Sequence[int]) -> list[int]:
@@ -24,10 +25,10 @@ class KAN(nn.Module):
     def __init__(
         self,
         widths: Sequence[int],
-        grid_size: int = 5,
-        spline_order: int = 3,
-        grid_range: tuple[float, float] = (-1.0, 1.0),
-        basis: str = "bspline",
+        grid_size: int = _DEFAULT.grid_size,
+        spline_order: int = _DEFAULT.spline_order,
+        grid_range: tuple[float, float] = _DEFAULT.grid_range,
+        basis: str = _DEFAULT.basis,
     ) -> None:
         super().__init__()
         self.widths = _check_widths(widths)
@@ -86,20 +87,14 @@ def matched_mlp_widths(widths: Sequence[int], target: int) -> list[int]:
     return best
 
 
-def build_model(
-    impl: str,
-    widths: Sequence[int],
-    grid_size: int = 5,
-    spline_order: int = 3,
-    grid_range: tuple[float, float] = (-1.0, 1.0),
-    basis: str = "bspline",
-) -> nn.Module:
-    """The model a measurement point trains. `mlp_matched` has the KAN's parameter count."""
-    if impl == "kanscale":
-        return KAN(widths, grid_size, spline_order, grid_range, basis)
-    if impl == "mlp":
-        return MLP(widths)
-    if impl == "mlp_matched":
-        target = num_params(KAN(widths, grid_size, spline_order, grid_range, basis))
-        return MLP(matched_mlp_widths(widths, target))
-    raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+def build_model(cfg: ModelConfig) -> nn.Module:
+    """The model a measurement point trains (the default model factory of kan.loop).
+    `mlp_matched` has the KAN's parameter count."""
+    kan_args = (cfg.widths, cfg.grid_size, cfg.spline_order, cfg.grid_range, cfg.basis)
+    if cfg.impl == "kanscale":
+        return KAN(*kan_args)
+    if cfg.impl == "mlp":
+        return MLP(cfg.widths)
+    if cfg.impl == "mlp_matched":
+        return MLP(matched_mlp_widths(cfg.widths, num_params(KAN(*kan_args))))
+    raise ValueError(f"impl must be one of {IMPLS}, got {cfg.impl!r}")

@@ -9,11 +9,14 @@ import time
 
 import torch
 
-import launch_point
-import plan
+import pytest
 
-SMALL = ["--widths", "2,8,1", "--grid-size", "5", "--samples", "2048", "--epochs", "2", "--batch-per-rank", "64",
-         "--max-steps", "24", "--warmup-steps", "2", "--device", "cpu", "--threads", "1", "--pg-timeout-s", "60"]
+import plan
+from kan import record as records
+from launch.main import main as launch_main
+
+SMALL = ["--widths=2,8,1", "--grid-size=5", "--samples=2048", "--epochs=2", "--batch-per-rank=64",
+         "--max-steps=24", "--warmup-steps=2", "--device=cpu", "--threads-per-rank=1", "--pg-timeout-s=60"]
 
 
 def torchrun(nproc, args, cwd):
@@ -25,13 +28,12 @@ def torchrun(nproc, args, cwd):
 
 def test_two_rank_gloo_record_and_identical_replicas(tmp_path, root):
     out = tmp_path / "rec.json"
-    r = torchrun(2, [*SMALL, "--out", str(out), "--weights-out", str(tmp_path / "w"),
-                     "--point", '{"id": "p1", "experiment": "strong"}'], root)
+    r = torchrun(2, [*SMALL, "--gpus-per-node=2", "--out", str(out), "--weights-out", str(tmp_path / "w")], root)
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads(out.read_text())
     assert rec["status"] == "ok" and rec["reason"] is None
     assert rec["world_size"] == 2 and rec["num_nodes"] == 1 and rec["backend"] == "gloo"
-    assert rec["point"]["id"] == "p1" and rec["point"]["global_batch"] == 128
+    assert rec["point"]["id"].startswith("strong-kanscale_bspline-2x8x1-n1g2-r0-")
     t = rec["timing"]
     assert t["num_steps"] == 24 and t["step_time_s"] > 0 and t["nosync_step_time_s"] > 0
     assert t["step_s"]["p10"] <= t["step_s"]["median"] <= t["step_s"]["p90"]
@@ -56,49 +58,63 @@ def test_two_rank_gloo_record_and_identical_replicas(tmp_path, root):
     torch.manual_seed(0)
     from kan import KAN
 
-    init = KAN([2, 8, 1], grid_size=5, grid_range=(-1.0, 1.0)).state_dict()
+    init = KAN([2, 8, 1], grid_size=5).state_dict()
     assert any(not torch.equal(init[k], w0[k]) for k in w0 if k in init)
 
 
-def test_non_ddp_baseline_refuses_two_ranks(tmp_path, root):
+def test_ranks_must_match_the_point(tmp_path, root):
+    """torchrun starting 2 ranks for a 1 x 1 point is a failed record, not a silent mis-measurement."""
     out = tmp_path / "rec.json"
-    r = torchrun(2, [*SMALL, "--out", str(out), "--no-ddp"], root)
+    r = torchrun(2, [*SMALL, "--out", str(out), "--gpus-per-node=1"], root)
     assert r.returncode != 0
     rec = json.loads(out.read_text())
-    assert rec["status"] == "failed" and "--no-ddp" in rec["reason"]
+    assert rec["status"] == "failed" and "started 2 ranks but the point is 1 x 1" in rec["reason"]
 
 
 def _point(topo, **over):
     cfg = {"study": "t", "device": "cpu", "training": {"epochs": 1, "max_steps": 12, "warmup_steps": 2},
            "model": {"widths": [2, 8, 1], "grid_size": 5},
-           "experiments": {"comm": {"samples": 2048, "batch_per_rank": 64, "topologies": [topo]}},
+           "experiments": {"comm": {"samples": 2048, "batch_per_rank": 64, "topologies": [topo]},
+                           "allreduce": {"enabled": False}},
            "timeouts": {"rdzv_join_s": 5, "rdzv_read_s": 5, "pg_s": 30}, "resources": {"runtime_min": 3}}
     for k, v in over.items():
         cfg[k] = v
-    (p,) = plan.build_points(plan.validate_config(copy.deepcopy(cfg))).values()
-    return p
+    cfg = plan.validate_config(copy.deepcopy(cfg))
+    (p,) = plan.build_points(cfg).values()
+    return p, plan.launch_settings(cfg)
 
 
-def test_two_node_point_via_launcher(tmp_path, root, monkeypatch):
+def launch(p, launch_settings, out, *extra):
+    d = p.to_json()
+    return launch_main(["--point", json.dumps(d), "--launch", json.dumps(launch_settings.to_json()),
+                        "--out", str(out), *extra])
+
+
+@pytest.mark.parametrize("topo", [{"nodes": 1, "gpus_per_node": 2}, {"nodes": 2, "gpus_per_node": 1}])
+def test_multi_rank_point_via_launcher(tmp_path, root, monkeypatch, topo):
     monkeypatch.chdir(root)
-    p = _point({"nodes": 2, "gpus_per_node": 1})
-    out = tmp_path / "p.json"
-    assert launch_point.main(["--point", json.dumps(p), "--out", str(out), "--retry-token", "tok"]) == 0
-    rec = json.loads(out.read_text())
+    p, ls = _point(topo)
+    out = tmp_path / "points" / f"{p.id}.json"
+    assert launch(p, ls, out, "--retry-token", "tok") == 0
+    rec = records.read(out, p.id)
     assert rec["status"] == "ok", rec.get("reason")
-    assert rec["world_size"] == 2 and rec["num_nodes"] == 2 and rec["ranks_per_node"] == 1
-    assert rec["point"]["retry_token"] == "tok" and rec["point"]["id"] == p["id"]
-    assert "--rdzv-backend=c10d" in rec["provenance"]["launch_command"]
+    assert rec["world_size"] == 2 and rec["num_nodes"] == topo["nodes"]
+    assert rec["launch"]["retry_token"] == "tok" and rec["replicas_identical"] is True
+    if topo["nodes"] == 2:  # two torchrun agents, c10d rendezvous on 127.0.0.1
+        assert rec["launcher"] == "torchrun" and "--rdzv-backend=c10d" in rec["provenance"]["launch_command"]
+    else:  # ranks started directly with torchrun's environment (no agent)
+        assert rec["launcher"] == "env" and "torch.distributed.run" not in rec["provenance"]["launch_command"]
+    assert not (tmp_path / "attempts" / p.id / "claim.json").exists()  # released
 
 
 def test_rendezvous_that_cannot_complete_is_recorded_as_failed(tmp_path, root, monkeypatch):
     monkeypatch.chdir(root)
     monkeypatch.setenv("KANSCALE_FAULT", "drop-last-agent")
-    p = _point({"nodes": 2, "gpus_per_node": 1})
-    out = tmp_path / "p.json"
+    p, ls = _point({"nodes": 2, "gpus_per_node": 1})
+    out = tmp_path / "points" / f"{p.id}.json"
     t0 = time.monotonic()
-    assert launch_point.main(["--point", json.dumps(p), "--out", str(out)]) == 0
-    rec = json.loads(out.read_text())
+    assert launch(p, ls, out) == 0
+    rec = records.read(out, p.id)
     assert rec["status"] == "failed"
     assert "Rendezvous" in rec["reason"], rec["reason"]
-    assert time.monotonic() - t0 < p["runtime_min"] * 60  # failed by the join timeout, not the deadline
+    assert time.monotonic() - t0 < ls.runtime_min * 60  # failed by the join timeout, not the deadline

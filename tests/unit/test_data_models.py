@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from kan import KAN, MLP, build_model
+from kan.config import ModelConfig
 from kan.data import make_dataset, shard_indices
 from kan.models import matched_mlp_widths, mlp_param_count, num_params
 
@@ -56,7 +57,7 @@ def test_kan_parameter_count():
 def test_mlp_parameter_counts():
     assert num_params(MLP([2, 64, 1])) == mlp_param_count([2, 64, 1]) == 2 * 64 + 64 + 64 + 1
     kan_params = num_params(KAN([2, 64, 1], grid_size=10))
-    matched = build_model("mlp_matched", [2, 64, 1], grid_size=10)
+    matched = build_model(ModelConfig(impl="mlp_matched", widths=(2, 64, 1), grid_size=10))
     assert abs(num_params(matched) - kan_params) / kan_params < 0.02
     assert matched_mlp_widths([2, 64, 1], kan_params)[0] == 2
 
@@ -64,8 +65,8 @@ def test_mlp_parameter_counts():
 def test_models_map_shapes_and_reject_bad_input():
     x = torch.randn(5, 2)
     for impl in ("kanscale", "mlp", "mlp_matched"):
-        assert build_model(impl, [2, 8, 3]).forward(x).shape == (5, 3)
-    with pytest.raises(ValueError, match="impl must be one of"):
-        build_model("pykan9", [2, 8, 1])
+        assert build_model(ModelConfig(impl=impl, widths=(2, 8, 1))).forward(x).shape == (5, 1)
+    with pytest.raises(ValueError, match="is not allowed; allowed values: kanscale"):
+        ModelConfig(impl="pykan9")
     with pytest.raises(ValueError, match="widths must list"):
         KAN([2])

@@ -1,9 +1,15 @@
-"""Points are built from config in one function; ids are unique and stable."""
+"""Points are built from config in one function; ids are unique, stable and change exactly when the
+measurement changes; a point round-trips through JSON and the trainer's command line."""
 
 import copy
 import json
 
+import pytest
+
 import plan
+from kan import record as records
+from kan.config import Point, PointError, TrainConfig
+from kan.train import parse
 
 CFG = {
     "study": "s",
@@ -18,57 +24,126 @@ CFG = {
 }
 
 
-def points():
-    return plan.build_points(plan.validate_config(copy.deepcopy(CFG)))
+def points(cfg=None):
+    return plan.build_points(plan.validate_config(copy.deepcopy(cfg or CFG)))
+
+
+def find(pts, experiment, impl="kanscale", basis="bspline", nodes=1, gpus=1, rep=0, ddp=True, hidden=16):
+    hits = [p for p in pts.values() if p.experiment == experiment and p.model.impl == impl
+            and (impl == "mlp" or p.model.basis == basis) and p.placement.nodes == nodes
+            and p.placement.gpus_per_node == gpus and p.rep == rep and p.train.ddp == ddp
+            and (p.experiment == "allreduce" or p.model.widths[1] == hidden)]
+    assert len(hits) == 1, [p.id for p in hits]
+    return hits[0]
 
 
 def test_counts_and_axes():
     pts = points()
-    # combos: kanscale x {bspline, rbf} + mlp once = 3; experiments: 2 strong + 1 weak + 2 model_size = 5 placements
-    assert len(pts) == 3 * 5 * 2
-    assert {p["impl"] for p in pts.values()} == {"kanscale", "mlp"}
-    assert {p["basis"] for p in pts.values() if p["impl"] == "mlp"} == {"bspline"}
+    training = [p for p in pts.values() if p.experiment != "allreduce"]
+    # combos: kanscale x {bspline, rbf} + mlp once = 3; placements: 2 strong + 1 strong non-DDP + 1 weak
+    # + 1 weak non-DDP + 2 model_size = 7
+    assert len(training) == 3 * 7 * 2
+    assert {p.model.impl for p in training} == {"kanscale", "mlp"}
+    assert {p.model.basis for p in training if p.model.impl == "mlp"} == {"bspline"}
+    # allreduce: every distinct multi-rank placement of the training experiments, per repeat
+    sweeps = sorted((p.placement.nodes, p.placement.gpus_per_node) for p in pts.values() if p.experiment == "allreduce")
+    assert sweeps == [(1, 2), (1, 2), (1, 4), (1, 4), (2, 2), (2, 2)]
 
 
 def test_batch_and_samples_rules():
     pts = points()
-    s4 = pts[plan.point_id("strong", "kanscale", "bspline", [2, 16, 1], 2, 2, 0)]
-    assert (s4["world_size"], s4["batch_per_rank"], s4["global_batch"], s4["samples"]) == (4, 16, 64, 1000)
-    w = pts[plan.point_id("weak", "kanscale", "rbf", [2, 16, 1], 1, 4, 1)]
-    assert (w["samples"], w["batch_per_rank"], w["global_batch"]) == (400, 10, 40)
-    m = pts[plan.point_id("model_size", "mlp", "bspline", [2, 32, 1], 1, 2, 0)]
-    assert m["widths"] == [2, 32, 1] and m["hidden_width"] == 32
-
-
-def test_resources_derived_from_point():
-    cfg = copy.deepcopy(CFG)
-    cfg["resources"] = {"runtime_min": 7, "mem_mb_per_rank": 1000, "cpus_per_rank": 3}
-    pts = plan.build_points(plan.validate_config(cfg))
-    p = pts[plan.point_id("strong", "kanscale", "bspline", [2, 16, 1], 2, 2, 0)]
-    assert (p["runtime_min"], p["mem_mb"], p["cpus_per_task"]) == (7, 2000, 6)
+    s4 = find(pts, "strong", nodes=2, gpus=2)
+    assert (s4.placement.world_size, s4.train.batch_per_rank, s4.train.samples) == (4, 16, 1000)
+    base = find(pts, "strong", ddp=False)
+    assert (base.placement.world_size, base.train.batch_per_rank) == (1, 64) and "_noddp-" in base.id
+    w = find(pts, "weak", basis="rbf", gpus=4, rep=1)
+    assert (w.train.samples, w.train.batch_per_rank) == (400, 10)
+    m = find(pts, "model_size", impl="mlp", gpus=2, hidden=32)
+    assert m.model.widths == (2, 32, 1)
 
 
 def test_ids_unique_stable_and_adding_a_width_keeps_old_ids():
     a = points()
-    assert list(a) == list(points())  # stable order
-    assert all(pid == p["id"] for pid, p in a.items())
+    assert list(a) == list(points())  # stable order and values
+    assert all(pid == p.id for pid, p in a.items())
     cfg = copy.deepcopy(CFG)
     cfg["experiments"]["model_size"]["hidden_widths"].append(64)
-    b = plan.build_points(plan.validate_config(cfg))
+    b = points(cfg)
     assert set(a) < set(b)
-    assert all(a[k] == b[k] for k in a)
-    assert {p["hidden_width"] for k, p in b.items() if k not in a} == {64}
+    assert {p.model.widths[1] for k, p in b.items() if k not in a} == {64}
+
+
+def test_changing_what_is_measured_changes_the_id_and_launch_settings_do_not():
+    a = points()
+    cfg = copy.deepcopy(CFG)
+    cfg["model"]["grid_size"] = 7
+    b = points(cfg)
+    changed = {k for k in a if a[k].experiment != "allreduce" and a[k].model.impl != "mlp"}
+    assert not changed & set(b)  # every KAN point has a new id: old records are never overwritten
+    assert {k for k in a if a[k].model.impl == "mlp"} <= set(b)  # a plain MLP has no grid
+    cfg = copy.deepcopy(CFG)
+    cfg["resources"] = {"runtime_min": 7, "mem_mb_per_rank": 1000}
+    cfg["timeouts"] = {"pg_s": 99}
+    assert list(points(cfg)) == list(a)
+
+
+def test_json_and_command_line_round_trip():
+    for p in points().values():
+        assert Point.from_json(json.loads(json.dumps(p.to_json()))) == p
+        back, _ = parse([*p.to_argv(), "--out=x.json"])
+        assert back == p and back.id == p.id
+
+
+def test_point_validates_itself():
+    with pytest.raises(PointError, match="training.batch_per_rank: 600 is more than the 500"):
+        Point(train=TrainConfig(samples=1000, batch_per_rank=600), placement=Point().placement.__class__(
+            gpus_per_node=2))
+    with pytest.raises(PointError, match="must be an integer, got 2.0"):
+        TrainConfig(epochs=2.0)
+    with pytest.raises(PointError, match="unknown point field"):
+        Point.from_json({**Point().to_json(), "grid": 3})
+
+
+def test_launch_settings_and_geometry():
+    from launch import geometry
+
+    cfg = plan.validate_config(copy.deepcopy({**CFG, "resources": {"runtime_min": 7, "mem_mb_per_rank": 1000,
+                                                                    "cpus_per_rank": 3}}))
+    launch = plan.launch_settings(cfg)
+    p = find(plan.build_points(cfg), "strong", nodes=2, gpus=2)
+    assert (launch.runtime_min, geometry.mem_mb_per_node(p, launch), geometry.cpus_per_task(p, launch)) == (7, 2000, 6)
+    assert geometry.slurm_extra(p, launch) == "--ntasks-per-node=1 --exclusive"
+    assert geometry.gres(p, launch) == "gpu:2"
+
+
+def _ok_record(pid: str, token: str = "") -> dict:
+    return {"record_version": records.RECORD_VERSION, "status": "ok", "point": {"id": pid},
+            "finished_utc": "2026-12-01T00:00:00+00:00", "world_size": 1, "ranks": [{}],
+            "timing": {"step_time_s": 0.01, "train_time_s": 1.0, "num_steps": 10},
+            "throughput": {"samples_per_s": 100.0}, "model": {"num_params": 10}, "memory": {"peak_bytes": 100},
+            "loss": {"final_train": 0.1, "curve": [{"step": 10}]}, "launch": {"retry_token": token}}
 
 
 def test_retry_token(tmp_path):
     rec = tmp_path / "p.json"
     assert plan.retry_token(rec) == ""  # no record yet
-    rec.write_text(json.dumps({"status": "ok", "point": {"retry_token": ""}}))
+    records.write(rec, _ok_record("p"))
     assert plan.retry_token(rec) == ""  # finished: never re-runs
-    rec.write_text(json.dumps({"status": "timeout", "point": {"retry_token": ""}, "finished_utc": "T1"}))
+    failed = records.failure({"id": "p"}, "timeout", "too slow")
+    failed["launch"] = {"attempt": "A1", "retry_token": ""}
+    records.write(rec, failed)
     tok = plan.retry_token(rec)
-    assert tok.startswith("retry-after-timeout") and "T1" in tok
+    assert tok.startswith("retry-after-timeout") and "A1" in tok
     assert plan.retry_token(rec, rerun_failed=False) == ""
-    # the re-run succeeded and stored the token it ran with: stable from now on
-    rec.write_text(json.dumps({"status": "ok", "point": {"retry_token": tok}}))
+    records.write(rec, _ok_record("p", tok))  # the re-run succeeded with that token: stable from now on
     assert plan.retry_token(rec) == tok
+
+
+@pytest.mark.parametrize("content", ["", '{"status": "ok", "point": {"id": "p"', '{"status": "ok"}', "[1, 2]"])
+def test_retry_token_reruns_invalid_records(tmp_path, content):
+    rec = tmp_path / "p.json"
+    rec.write_text(content)
+    tok = plan.retry_token(rec)
+    assert tok.startswith("retry-after-corrupt-")
+    rec.write_text(content + " ")
+    assert plan.retry_token(rec) != tok  # a different file: a different token, so it runs again

@@ -1,59 +1,77 @@
-"""kan.train in one process (no launcher): argument errors and a failure that is recorded as data."""
+"""kan.train in one process (no launcher): argument errors name the flag, everything before the
+training loop is inside the recorded region, a failure is a record."""
 
 import json
 
 import pytest
 
+from kan import record as records
 from kan import train
 
-
-def test_bad_arguments_name_the_flag(capsys):
-    for argv, flag in ([["--widths", "2,x,1"], "--widths"], [["--grid-range=1,-1"], "--grid-range"],
-                       [["--comm-probe-every", "1"], "--comm-probe-every"], [["--point", "{bad"], "--point"]):
-        with pytest.raises(SystemExit):
-            train.parse_args([*argv, "--out", "x.json"])
-        assert flag in capsys.readouterr().err
+SMALL = ["--widths=2,4,1", "--grid-size=5", "--samples=1024", "--batch-per-rank=64", "--warmup-steps=2",
+         "--epochs=1", "--device=cpu"]
 
 
-def test_too_few_steps_is_a_failed_record(tmp_path):
+@pytest.mark.parametrize("argv, flag", [
+    (["--widths=2,x,1"], "--widths"), (["--grid-range=1,-1"], "--grid-range"),
+    (["--comm-probe-every=1"], "--comm-probe-every"), (["--grid-size=0"], "--grid-size"),
+    (["--epochs=1.5"], "--epochs"), (["--lr=nan"], "--lr"), (["--device=tpu"], "--device"),
+    (["--widths=2,8,3"], "--widths"), (["--pg-timeout-s=0"], "--pg-timeout-s"),
+])
+def test_bad_arguments_name_the_flag(argv, flag, tmp_path, monkeypatch, capsys):
+    err = tmp_path / "rank0.error.json"
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(err))
+    assert train.main([*argv, "--out", str(tmp_path / "r.json")]) == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+    assert f"argument {flag}:" in json.loads(err.read_text())["message"]["message"]
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_too_few_steps_is_refused_before_training(tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc = train.main(["--widths", "2,4,1", "--samples", "100", "--batch-per-rank", "64", "--out", str(out),
-                     "--device", "cpu"])
-    rec = json.loads(out.read_text())
-    assert rc == 1 and rec["status"] == "failed" and "no timed step" in rec["reason"]
+    rc = train.main(["--widths=2,4,1", "--samples=100", "--batch-per-rank=64", "--out", str(out), "--device=cpu",
+                     "--warmup-steps=5", "--epochs=1"])
+    assert rc == 2 and "argument --warmup-steps: no timed step would remain" in capsys.readouterr().err
+
+
+def test_a_missing_cuda_device_is_a_failed_record_naming_it(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "r.json"
+    assert train.main([*SMALL, "--device=cuda", "--out", str(out)]) == 1
+    rec = records.read(out)
+    assert rec["status"] == "failed" and "no usable CUDA device" in rec["reason"]
 
 
 def test_single_process_record(tmp_path):
     out = tmp_path / "r.json"
-    rc = train.main(["--widths", "2,4,1", "--samples", "1024", "--batch-per-rank", "64", "--warmup-steps", "2",
-                     "--out", str(out), "--device", "cpu", "--point", '{"id": "x"}'])
-    rec = json.loads(out.read_text())
+    rc = train.main([*SMALL, "--out", str(out), "--loss-every-steps=4"])
+    rec = records.read(out)
     # no launcher: a one-rank group on an in-process store, DDP still wraps the model
     assert rc == 0 and rec["status"] == "ok" and rec["launcher"] == "none" and rec["backend"] == "gloo"
-    assert rec["point"]["id"] == "x" and rec["timing"]["num_steps"] == 16
+    assert rec["point"]["id"].startswith("strong-kanscale_bspline-2x4x1-n1g1-r0-")
+    assert rec["timing"]["num_steps"] == 16
     assert rec["comm"]["probe_every"] == 2 and rec["comm"]["exposed_s"] is not None
+    curve = rec["loss"]["curve"]
+    assert [c["step"] for c in curve] == [4, 8, 12, 16] and curve[-1]["samples_seen"] == 1024
+    assert all(a["elapsed_s"] < b["elapsed_s"] for a, b in zip(curve, curve[1:]))
     assert not list(tmp_path.glob(".r.json.*.tmp"))  # atomic write left no temp file
 
 
 def test_no_ddp_baseline(tmp_path):
     out = tmp_path / "r.json"
-    rc = train.main(["--widths", "2,4,1", "--samples", "1024", "--batch-per-rank", "64", "--warmup-steps", "2",
-                     "--out", str(out), "--device", "cpu", "--no-ddp"])
-    rec = json.loads(out.read_text())
-    assert rc == 0 and rec["point"]["ddp"] is False
+    rc = train.main([*SMALL, "--out", str(out), "--no-ddp"])
+    rec = records.read(out)
+    assert rc == 0 and rec["point"]["train"]["ddp"] is False and "_noddp-" in rec["point"]["id"]
     assert rec["comm"]["probe_every"] == 0 and rec["comm"]["exposed_s"] is None  # nothing to measure
 
 
-def test_numba_pool_follows_the_ranks_threads():
-    """Each rank's numba pool is sized like its OpenMP threads; a full-size pool per rank made
-    2 ranks on 2 cores 7x slower."""
-    import os
-    import subprocess
-    import sys
-
-    pytest.importorskip("numba")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
-    env["OMP_NUM_THREADS"] = "1"
-    out = subprocess.run([sys.executable, "-c", "import kan, numba; print(numba.config.NUMBA_NUM_THREADS)"],
-                         env=env, capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "1"
+def test_allreduce_point(tmp_path):
+    out = tmp_path / "r.json"
+    assert train.main(["--experiment=allreduce", "--sizes-bytes=4096,65536", "--iters=3", "--warmup=1",
+                       "--device=cpu", "--out", str(out)]) == 0
+    rec = records.read(out)
+    sizes = rec["allreduce"]["sizes"]
+    assert [s["size_bytes"] for s in sizes] == [4096, 65536] and all(s["time_s"] > 0 for s in sizes)
+    assert all(s["busbw_gbps"] == 0 for s in sizes)  # one rank: nothing crosses a link

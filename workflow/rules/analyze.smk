@@ -6,20 +6,23 @@ rule collect_measurements:
         records=get_point_records,
         benchmarks=get_point_benchmarks,
     output:
-        "results/{study}/measurements.csv",
+        measurements="results/{study}/measurements.csv",
+        loss_curves="results/{study}/loss_curves.csv",
+        allreduce="results/{study}/allreduce.csv",
     log:
         "results/{study}/logs/collect_measurements.log",
     message:
-        "collect {wildcards.study}: one row per point x repeat"
+        "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
     params:
-        points=get_points,
+        points=get_planned_points,
+        running=get_running_points,
     script:
         "../scripts/collect.py"
 
 
 rule compute_tables:
     input:
-        measurements=rules.collect_measurements.output[0],
+        measurements=rules.collect_measurements.output.measurements,
         records=get_point_records,
     output:
         points="results/{study}/points.csv",

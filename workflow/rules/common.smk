@@ -1,23 +1,54 @@
 # Validate the config once, build the measurement points, and the get_* helpers rules use.
 import json
+import os
 import re
 import sys
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+WORKFLOW_DIR = Path(workflow.current_basedir).parent  # workflow/, also when used as a module
+SCRIPTS = WORKFLOW_DIR / "scripts"
+sys.path.insert(0, str(SCRIPTS))
 import plan  # noqa: E402
+from launch import geometry  # noqa: E402
+from launch import slurm as slurm_jobs  # noqa: E402
 
-_config_source = ", ".join(map(str, workflow.configfiles)) or "config"
+_CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
 try:
-    plan.validate_config(config, source=_config_source)
+    for _f in workflow.configfiles:
+        plan.read_yaml(_f)  # what Snakemake's loader lets through: duplicate keys
+    plan.validate_config(config, source=_CONFIG_FILES, overrides=dict(workflow.config_settings.config))
 except plan.ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 STUDY = config["study"]
-# plain globals, not params: params are rerun triggers, and neither the interpreter's path nor the
-# checkout's location changes what a point measures
+POINTS = plan.build_points(config)  # {id: kan.config.Point}
+# plain globals, not params: params are rerun triggers, and neither the interpreter's path, the
+# checkout's location, the time limits nor snakemake's pid changes what a point measures
 PYTHON = sys.executable
-LAUNCHER = f"{workflow.basedir}/workflow/scripts/launch_point.py"
-POINTS = plan.build_points(config)
+LAUNCHER = str(SCRIPTS / "launch_point.py")
+LAUNCH = plan.launch_settings(config)
+LAUNCH_JSON = json.dumps(LAUNCH.to_json(), separators=(",", ":"))
+LIMITS_JSON = json.dumps(plan.limits(config).to_json(), separators=(",", ":"))
+SNAKEMAKE_PID = os.getpid()
+
+
+def _running_on_slurm():
+    """Points whose Slurm job (from an earlier, killed snakemake) is still pending or running: they
+    are not submitted again; the report shows them as running until a later run collects them."""
+    plugin = getattr(workflow.executor_plugin, "name", "")
+    if workflow.remote_exec or "slurm" not in str(plugin):
+        return {}
+    jobs = slurm_jobs.point_jobs(STUDY)
+    live = {pid: job for pid, job in jobs.items() if pid in POINTS}
+    for pid, job in live.items():
+        logger.warning(
+            f"point {pid} is still {job['state'].lower()} as Slurm job {job['job_id']} "
+            f"(submitted {job['submitted']}): not submitting it again; run the workflow again when it has ended"
+        )
+    return live
+
+
+RUNNING = _running_on_slurm()
+MEASURED = [pid for pid in POINTS if pid not in RUNNING]
 
 
 wildcard_constraints:
@@ -28,33 +59,33 @@ wildcard_constraints:
 def get_final_output():
     # The records are targets themselves: Snakemake does not regenerate a deleted input whose
     # downstream outputs still exist, but a deleted point record must run again.
-    records = [f"results/{STUDY}/points/{pid}.json" for pid in POINTS]
+    records = [f"results/{STUDY}/points/{pid}.json" for pid in MEASURED]
     return records + [f"reports/{STUDY}/report.html"]
 
 
 def get_point_records(wildcards):
-    return [f"results/{wildcards.study}/points/{pid}.json" for pid in POINTS]
+    return [f"results/{wildcards.study}/points/{pid}.json" for pid in MEASURED]
 
 
 def get_point_benchmarks(wildcards):
-    return [f"results/{wildcards.study}/benchmarks/{pid}.tsv" for pid in POINTS]
+    return [f"results/{wildcards.study}/benchmarks/{pid}.tsv" for pid in MEASURED]
 
 
-def get_points(wildcards):
-    return list(POINTS.values())
+def get_planned_points(wildcards):
+    """Every planned point as JSON (what collect needs to list missing and running ones)."""
+    return [POINTS[pid].to_json() for pid in POINTS]
 
 
-def get_point_value(key):
-    """A resource/param function returning one field of the wildcard's point."""
-
-    def get(wildcards):
-        return POINTS[wildcards.point][key]
-
-    return get
+def get_running_points(wildcards):
+    return {pid: job["job_id"] for pid, job in RUNNING.items()}
 
 
 def get_point_json(wildcards):
-    return json.dumps(POINTS[wildcards.point], separators=(",", ":"))
+    """The point for the launcher; limits are left out: they bound the plan, not the measurement,
+    and a param change would re-run the point."""
+    point = POINTS[wildcards.point].to_json()
+    point.pop("limits")
+    return json.dumps(point, separators=(",", ":"))
 
 
 def get_retry_token(wildcards):
@@ -71,43 +102,35 @@ def get_report_thresholds(wildcards):
 def get_reference_dir(wildcards):
     """Folder of the seed paper's per-point CSVs when the config asks for the overlay, else None."""
     if config["report"]["reference"] == "seed-paper-a100":
-        return f"{workflow.basedir}/workflow/report/reference"
+        return str(WORKFLOW_DIR / "report" / "reference")
     return None
 
 
 # Slurm geometry of a point's job (used by profiles/slurm through the executor plugin; ignored
-# locally). The rule has an `mpi` resource, so the plugin runs it in the job's batch step and
-# workflow/scripts/launch_slurm.py starts the srun tasks: one torchrun agent per node, or (launcher
-# srun) one task per rank.
-def _tasks_per_node(point):
-    return 1 if point["launcher"] == "torchrun" else point["gpus_per_node"]
+# locally), from workflow/scripts/launch/geometry.py, which the launcher's srun line uses too. The
+# rule has an `mpi` resource, so the plugin runs it in the job's batch step and the launcher starts
+# the srun tasks: one torchrun agent per node, or (launcher srun) one task per rank.
+def get_point_resource(name):
+    """A resource function: geometry.<name>(point, launch settings) of the wildcard's point."""
+    fn = getattr(geometry, name)
+
+    def get(wildcards):
+        return fn(POINTS[wildcards.point], LAUNCH)
+
+    return get
+
+
+def get_nodes(wildcards):
+    return POINTS[wildcards.point].placement.nodes
+
+
+def get_gpus_per_node(wildcards):
+    return POINTS[wildcards.point].placement.gpus_per_node
 
 
 def get_slurm_tasks(wildcards):
-    point = POINTS[wildcards.point]
-    num_tasks = _tasks_per_node(point) * point["nodes"]
+    num_tasks = geometry.num_tasks(POINTS[wildcards.point])
     # The plugin rejects an mpi job with tasks == 1 ("For MPI jobs, 'tasks' must be greater
     # than 1"), although one task (a 1-node torchrun agent) is a valid mpi-style job; the
     # string "1" passes its check and still becomes --ntasks=1.
     return str(num_tasks) if num_tasks == 1 else num_tasks
-
-
-def get_slurm_cpus_per_task(wildcards):
-    point = POINTS[wildcards.point]
-    # the point's cpus_per_task is per node (cpus_per_rank x gpus_per_node): one torchrun agent
-    # per node needs all of it, one srun task per rank needs one rank's share
-    return point["cpus_per_task"] // _tasks_per_node(point)
-
-
-def get_slurm_gres(wildcards):
-    """Per-node GPU request, e.g. gpu:2 or gpu:a100:2; "" (no --gres) on CPU-only clusters."""
-    point = POINTS[wildcards.point]
-    if not point["request_gpus"]:
-        return ""
-    gpu_type = f"{point['gpu_type']}:" if point["gpu_type"] else ""
-    return f"gpu:{gpu_type}{point['gpus_per_node']}"
-
-
-def get_slurm_extra(wildcards):
-    # --nodes and --ntasks alone let Slurm pack tasks unevenly (3 + 1); pin them per node
-    return f"--ntasks-per-node={_tasks_per_node(POINTS[wildcards.point])}"

@@ -14,23 +14,25 @@ rule measure_point:
         point=get_point_json,
         retry_token=get_retry_token,
     resources:
-        nodes=get_point_value("nodes"),
-        gpus_per_node=get_point_value("gpus_per_node"),
-        runtime=get_point_value("runtime_min"),
-        mem_mb=get_point_value("mem_mb"),
-        cpus_per_task=get_slurm_cpus_per_task,
+        nodes=get_nodes,
+        gpus_per_node=get_gpus_per_node,
+        runtime=LAUNCH.runtime_min,
+        mem_mb=get_point_resource("mem_mb_per_node"),
+        cpus_per_task=get_point_resource("cpus_per_task"),
         # Slurm (profiles/slurm): one job per point with exactly its nodes and GPUs per node;
         # `mpi` makes the plugin run this rule in the batch step, not in a one-task srun step,
-        # and launch_slurm.py starts the tasks with its own srun. tasks_per_gpu=0: no
+        # and the launcher starts the tasks with its own srun. tasks_per_gpu=0: no
         # --ntasks-per-gpu (torchrun spawns its own workers).
         mpi="srun",
         tasks=get_slurm_tasks,
         tasks_per_gpu=0,
-        gres=get_slurm_gres,
-        slurm_extra=get_slurm_extra,
+        gres=get_point_resource("gres"),
+        slurm_extra=get_point_resource("slurm_extra"),
         # local runs: at most one point at a time (profiles/local sets measure_slots=1), so points
         # never share cores with each other and their timings stay comparable
         measure_slots=1,
+    # every path quoted (:q): a checkout path with a space or a `$(...)` must stay one argument
     shell:
-        "{PYTHON} {LAUNCHER} --point {params.point:q} --retry-token={params.retry_token:q}"
-        " --out {output} > {log} 2>&1"
+        "{PYTHON:q} {LAUNCHER:q} --point {params.point:q} --launch {LAUNCH_JSON:q}"
+        " --limits {LIMITS_JSON:q} --retry-token={params.retry_token:q} --watch-pid {SNAKEMAKE_PID}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -1,26 +1,129 @@
-"""Study plan: validate the config once (JSON Schema, defaults filled) and build every
-measurement point from it in one function. Pure Python, imported by the Snakefile and tests.
+"""Study plan: read and validate the config once, then build every measurement point from it.
+
+    load_config(path)          a YAML file, strictly (duplicate keys are errors), validated
+    validate_config(cfg, ...)  JSON Schema with defaults filled, integers that are integers, finite
+                               numbers, then the rules the schema cannot say; ConfigError names the
+                               file (or "--config" for command-line values), the key and what is allowed
+    build_points(cfg)          {id: kan.config.Point}: experiments x models x topologies x repeats
+    launch_settings(cfg)       kan.config.LaunchSettings (time limit, memory, timeouts: not in the id)
+    retry_token(path)          the Snakemake param that re-runs failed and corrupt records
+
+Pure Python, imported by the workflow (common.smk), `make plan` and the tests. The fields of a
+point are defined once, in kan/config.py; this module only maps config keys onto them.
 """
 
 from __future__ import annotations
 
 import copy
-import json
+import dataclasses
+import hashlib
+import re
+import math
 from pathlib import Path
 
 import yaml
 from jsonschema import Draft202012Validator, validators
 
+from kan import record as records
+from kan.config import (AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, Point, PointError,
+                        TrainConfig)
+
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
-EXPERIMENTS = ("strong", "weak", "comm", "model_size")
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce")
+TRAINING_EXPERIMENTS = EXPERIMENTS[:4]
+
+# config key -> (dataclass, field): where a config value lands in a point (tests check the schema's
+# defaults and bounds against these fields; errors raised by the dataclasses are re-labelled with
+# the config key)
+CONFIG_FIELDS = {
+    "model.grid_size": (ModelConfig, "grid_size"), "model.spline_order": (ModelConfig, "spline_order"),
+    "model.grid_range": (ModelConfig, "grid_range"), "model.widths": (ModelConfig, "widths"),
+    **{f"training.{f}": (TrainConfig, f) for f in ("epochs", "lr", "noise", "seed", "warmup_steps",
+                                                    "comm_probe_every", "max_steps", "loss_every_steps",
+                                                    "bucket_cap_mb")},
+    "device": (Placement, "device"), "launcher": (Placement, "launcher"),
+    "cpu_threads_per_rank": (Placement, "threads_per_rank"),
+    "resources.runtime_min": (LaunchSettings, "runtime_min"),
+    "resources.mem_mb_per_rank": (LaunchSettings, "mem_mb_per_rank"),
+    "resources.cpus_per_rank": (LaunchSettings, "cpus_per_rank"),
+    "resources.exclusive": (LaunchSettings, "exclusive"),
+    "request_gpus": (LaunchSettings, "request_gpus"), "gpu_type": (LaunchSettings, "gpu_type"),
+    "timeouts.rdzv_join_s": (LaunchSettings, "rdzv_join_s"), "timeouts.rdzv_read_s": (LaunchSettings, "rdzv_read_s"),
+    "timeouts.pg_s": (LaunchSettings, "pg_timeout_s"),
+    **{f"limits.{f}": (Limits, f) for f in ("max_nodes", "max_ranks_per_node", "max_width", "max_grid_size",
+                                             "max_samples", "max_epochs", "max_repeats", "max_allreduce_bytes")},
+    "experiments.allreduce.iters": (AllreduceConfig, "iters"),
+    "experiments.allreduce.warmup": (AllreduceConfig, "warmup"),
+    "experiments.allreduce.sizes_bytes": (AllreduceConfig, "sizes_bytes"),
+}
+# a dataclass's own error key (e.g. placement.threads_per_rank) -> the config key it came from
+_FIELD_KEY = {f"{cls.__name__}.{name}": key for key, (cls, name) in CONFIG_FIELDS.items()}
+_PREFIX = {ModelConfig: "model.", TrainConfig: "training.", Placement: "placement.", LaunchSettings: "launch.",
+           Limits: "limits.", AllreduceConfig: "allreduce."}
 
 
 class ConfigError(ValueError):
     """A bad study config; the message names the file, the key and what is allowed."""
 
 
+# ---- reading YAML strictly ----------------------------------------------------------------------
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A config file as a mapping; ConfigError (naming the file) for a missing, unreadable, malformed,
+    empty or non-mapping file and for a duplicate key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the config file: {e}") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    if data is None:
+        raise ConfigError(f"{path}: the config file is empty; it needs at least `experiments:` with one "
+                          f"experiment (see config/local.yaml)")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of keys (study:, model:, experiments: ...), "
+                          f"got a {type(data).__name__}")
+    return data
+
+
+# ---- schema validation --------------------------------------------------------------------------
+
+def _is_integer(checker, v) -> bool:  # 1.0 is not an integer here: the trainer takes only integers
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(checker, v) -> bool:  # NaN and +-inf are not numbers of any study
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _with_defaults(cls):
-    """A validator that also fills in schema defaults (deep-copied) while it validates."""
+    """A validator that fills in schema defaults (deep-copied) while it validates, and whose integer
+    and number types are strict."""
     validate_properties = cls.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -30,7 +133,8 @@ def _with_defaults(cls):
                     instance[key] = copy.deepcopy(sub["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
-    return validators.extend(cls, {"properties": set_defaults})
+    checker = cls.TYPE_CHECKER.redefine_many({"integer": _is_integer, "number": _is_number})
+    return validators.extend(cls, {"properties": set_defaults}, type_checker=checker)
 
 
 _Validator = _with_defaults(Draft202012Validator)
@@ -60,21 +164,48 @@ def _message(err) -> str:
         return f"{where}: unknown key(s) {', '.join(map(repr, extra))}; allowed keys: {', '.join(allowed)}"
     if kind == "not" and "const" in schema.get("not", {}):
         return f"{where}: {value!r} is not allowed ({schema.get('description', '')})".rstrip(" ()")
+    if kind == "type" and isinstance(value, float) and not math.isfinite(value):
+        return f"{where}: {value!r} is not a finite number"
+    if kind == "type" and schema.get("type") == "integer" and isinstance(value, float):
+        return f"{where}: {value!r} is not an integer (write {int(value)} if you mean it)" \
+            if value.is_integer() else f"{where}: {value!r} is not an integer"
     return f"{where}: {err.message}"  # jsonschema's own text already shows the value and the bound
 
 
-def validate_config(config: dict, source: str = "config", schema: dict | None = None) -> dict:
-    """Validate `config` in place (defaults filled) and return it, or raise ConfigError listing
-    every problem as '<source>: <key>: <what is wrong and what is allowed>'."""
+def _source_of(key_path: list, sources: dict) -> str:
+    """The file, or "--config" when the value (or a mapping above it) was given on the command line."""
+    node = sources.get("overrides") or {}
+    for part in key_path:
+        if not isinstance(node, dict) or part not in node:
+            return sources["file"]
+        node = node[part]
+        if not isinstance(node, dict):
+            return "--config"
+    return "--config" if key_path else sources["file"]
+
+
+def _key_path(key: str) -> list[str]:
+    """'experiments.strong (1x2).topologies[0]' -> ['experiments', 'strong', 'topologies']"""
+    return [part for part in re.split(r"[.\[]", re.sub(r" \(.*?\)|\d+\]", "", key)) if part]
+
+
+def validate_config(config: dict, source: str = "config", schema: dict | None = None,
+                    overrides: dict | None = None) -> dict:
+    """Validate `config` in place (defaults filled) and return it, or raise ConfigError with one line
+    per problem: '<file or --config>: <key>: <what is wrong and what is allowed>'. `overrides` are the
+    values given with --config (they are blamed on --config, not on the file)."""
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: the config must be a mapping of keys, got {type(config).__name__}")
+    sources = {"file": source, "overrides": overrides}
     schema = load_schema() if schema is None else schema
     errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_message(e) for e in errors]
+    problems = [f"{_source_of(list(e.absolute_path), sources)}: {_message(e)}" for e in errors]
     if not problems:
-        problems = _semantic_problems(config)
+        problems = [f"{_source_of(_key_path(key), sources)}: {key}: {msg}" for key, msg in _semantic_problems(config)]
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
     if problems:
-        raise ConfigError(f"{source}: invalid study config:\n  " + "\n  ".join(problems))
+        raise ConfigError(f"{len(problems)} problems in the study config:\n  " + "\n  ".join(problems))
     return config
 
 
@@ -82,123 +213,263 @@ def _world(topo: dict) -> int:
     return topo["nodes"] * topo["gpus_per_node"]
 
 
-def _semantic_problems(cfg: dict) -> list[str]:
-    """Rules JSON Schema cannot say well."""
-    out = []
+def _relabel(e: PointError, cls) -> tuple[str, str]:
+    """A dataclass error as (config key, message)."""
+    base = e.key.split("[")[0]
+    name = base[len(_PREFIX[cls]):] if base.startswith(_PREFIX[cls]) else base
+    key = _FIELD_KEY.get(f"{cls.__name__}.{name}", e.key)
+    return key + e.key[len(base):], e.message
+
+
+def _build(cls, kwargs: dict, problems: list, **extra):
+    try:
+        return cls(**kwargs, **extra)
+    except PointError as e:
+        problems.append(_relabel(e, cls))
+        return None
+
+
+def _parts(cfg: dict, problems: list) -> dict:
+    """The study-wide dataclasses, each built (and so validated) once from its config section."""
+    m, t = cfg["model"], cfg["training"]
+    limits = _build(Limits, dict(cfg["limits"]), problems)
+    parts = {"limits": limits or Limits()}
+    parts["models"] = []
+    for impl in m["impl"]:
+        for basis in (m["basis"] if impl == "kanscale" else m["basis"][:1]):  # MLPs have no basis
+            mc = _build(ModelConfig, {"impl": impl, "basis": basis, "widths": m["widths"], "grid_size": m["grid_size"],
+                                      "spline_order": m["spline_order"], "grid_range": m["grid_range"]}, problems)
+            if mc is not None:
+                parts["models"].append(mc)
+    train_keys = ("epochs", "lr", "noise", "seed", "warmup_steps", "comm_probe_every", "max_steps",
+                  "loss_every_steps", "bucket_cap_mb")
+    parts["train"] = {k: t[k] for k in train_keys}
+    _build(TrainConfig, dict(parts["train"]), problems)  # checks the training section once
+    parts["placement"] = {"launcher": cfg["launcher"], "device": cfg["device"],
+                          "threads_per_rank": cfg["cpu_threads_per_rank"]}
+    _build(Placement, dict(parts["placement"]), problems)
+    parts["launch"] = _build(LaunchSettings, _launch_kwargs(cfg), problems)
+    return parts
+
+
+def _launch_kwargs(cfg: dict) -> dict:
+    r, tmo = cfg["resources"], cfg["timeouts"]
+    return {"runtime_min": r["runtime_min"], "mem_mb_per_rank": r["mem_mb_per_rank"],
+            "cpus_per_rank": r["cpus_per_rank"], "exclusive": r["exclusive"], "request_gpus": cfg["request_gpus"],
+            "gpu_type": cfg["gpu_type"], "rdzv_join_s": tmo["rdzv_join_s"], "rdzv_read_s": tmo["rdzv_read_s"],
+            "pg_timeout_s": tmo["pg_s"]}
+
+
+def _enabled(exps: dict, name: str) -> dict | None:
+    e = exps.get(name)
+    return e if e and e.get("enabled", True) else None
+
+
+def _semantic_problems(cfg: dict) -> list[tuple[str, str]]:
+    """Rules JSON Schema cannot say well, as (config key, message)."""
+    out: list[tuple[str, str]] = []
     exps = cfg["experiments"]
-    if not any(exps.get(name, {}).get("enabled", False) for name in EXPERIMENTS):
-        out.append(f"experiments: no experiment enabled; give at least one of {', '.join(EXPERIMENTS)}")
-    strong = exps.get("strong")
-    if strong and strong["enabled"]:
+    if not any(_enabled(exps, name) for name in TRAINING_EXPERIMENTS):
+        out.append(("experiments", f"no training experiment enabled; give at least one of "
+                                   f"{', '.join(TRAINING_EXPERIMENTS)}"))
+    strong = _enabled(exps, "strong")
+    if strong:
         has_g, has_r = "global_batch" in strong, "batch_per_rank" in strong
         if has_g == has_r:
-            out.append("experiments.strong: give exactly one of global_batch (fixed global batch) "
-                       "or batch_per_rank (fixed per-rank batch, the paper's way)")
+            out.append(("experiments.strong", "give exactly one of global_batch (fixed global batch) "
+                                              "or batch_per_rank (fixed per-rank batch, the paper's way)"))
         elif has_g:
             for i, topo in enumerate(strong["topologies"]):
                 if strong["global_batch"] % _world(topo):
-                    out.append(f"experiments.strong.global_batch: {strong['global_batch']} is not divisible by the "
-                               f"world size {_world(topo)} of topologies[{i}]; use a multiple of every world size")
+                    out.append(("experiments.strong.global_batch",
+                                f"{strong['global_batch']} is not divisible by the world size {_world(topo)} of "
+                                f"topologies[{i}]; use a multiple of every world size"))
+    for name in EXPERIMENTS:
+        e = _enabled(exps, name)
+        if not e or "topologies" not in e:
+            continue
+        seen: dict = {}
+        for i, topo in enumerate(e["topologies"]):
+            key = (topo["nodes"], topo["gpus_per_node"])
+            if key in seen:
+                out.append((f"experiments.{name}.topologies[{i}]",
+                            f"{topo['nodes']} x {topo['gpus_per_node']} is the same placement as "
+                            f"topologies[{seen[key]}]; list each placement once (repeats: measures it again)"))
+            seen.setdefault(key, i)
     lo, hi = cfg["model"]["grid_range"]
     if not hi > lo:
-        out.append(f"model.grid_range: [{lo}, {hi}] must have hi > lo")
+        out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
+    if len(cfg["model"]["widths"]) < 3:
+        out.append(("model.widths", f"{cfg['model']['widths']} needs a hidden layer (input, hidden..., output): "
+                                    f"the model_size experiment sweeps the hidden width"))
+    if out:
+        return out
+    problems: list = []
+    parts = _parts(cfg, problems)
+    if not problems:
+        limits = parts["limits"]
+        for i, w in enumerate(cfg["model"]["widths"]):
+            if w > limits.max_width:
+                problems.append((f"model.widths[{i}]", f"{w} is above limits.max_width = {limits.max_width}; raise "
+                                                       f"limits.max_width in the study config if your cluster really "
+                                                       f"needs it"))
+        for name in EXPERIMENTS:
+            e = _enabled(exps, name) or {}
+            for i, topo in enumerate(e.get("topologies", [])):
+                for key, bound in (("nodes", "max_nodes"), ("gpus_per_node", "max_ranks_per_node")):
+                    if topo[key] > getattr(limits, bound):
+                        problems.append((f"experiments.{name}.topologies[{i}].{key}",
+                                         f"{topo[key]} is above limits.{bound} = {getattr(limits, bound)}; raise "
+                                         f"limits.{bound} in the study config if your cluster really needs it"))
+        ms = _enabled(exps, "model_size")
+        for i, h in enumerate(ms["hidden_widths"] if ms else []):
+            if h > limits.max_width:
+                problems.append((f"experiments.model_size.hidden_widths[{i}]",
+                                 f"{h} is above limits.max_width = {limits.max_width}; raise limits.max_width in the "
+                                 f"study config if your cluster really needs it"))
+        if cfg["repeats"] > limits.max_repeats:
+            problems.append(("repeats", f"{cfg['repeats']} is above limits.max_repeats = {limits.max_repeats}"))
+        if not problems:
+            _plan_points(cfg, parts, problems)
+    # the same problem at several points (a point and its repeats, its non-DDP baseline): say it once
+    seen, unique = set(), []
+    for key, msg in problems:
+        if msg not in seen:
+            seen.add(msg)
+            unique.append((key, msg))
+    return unique
+
+
+# ---- the points ---------------------------------------------------------------------------------
+
+def _training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, int, bool]]:
+    """(experiment, widths, topology, samples, batch_per_rank, ddp) of every training placement."""
+    exps, base = cfg["experiments"], list(cfg["model"]["widths"])
+    rows = []
+    one = {"nodes": 1, "gpus_per_node": 1}
+    s = _enabled(exps, "strong")
+    if s:
+        for topo in s["topologies"]:
+            bpr = s["batch_per_rank"] if "batch_per_rank" in s else s["global_batch"] // _world(topo)
+            rows.append(("strong", base, topo, s["samples"], bpr, True))
+        if s["non_ddp_baseline"]:
+            bpr = s.get("batch_per_rank") or s["global_batch"]
+            rows.append(("strong", base, one, s["samples"], bpr, False))
+    w = _enabled(exps, "weak")
+    if w:
+        for topo in w["topologies"]:
+            rows.append(("weak", base, topo, w["samples_per_rank"] * _world(topo), w["batch_per_rank"], True))
+        if w["non_ddp_baseline"]:
+            rows.append(("weak", base, one, w["samples_per_rank"], w["batch_per_rank"], False))
+    c = _enabled(exps, "comm")
+    if c:
+        for topo in c["topologies"]:
+            rows.append(("comm", base, topo, c["samples"], c["batch_per_rank"], True))
+    m = _enabled(exps, "model_size")
+    if m:
+        for h in m["hidden_widths"]:
+            widths = [base[0]] + [h] * (len(base) - 2) + [base[-1]]
+            rows.append(("model_size", widths, m["topology"], m["samples"], m["batch_per_rank"], True))
+    return rows
+
+
+def allreduce_topologies(cfg: dict) -> list[dict]:
+    """The allreduce experiment's placements: its own list, else every distinct multi-rank topology of
+    the enabled training experiments (a one-rank all-reduce moves nothing)."""
+    a = _enabled(cfg["experiments"], "allreduce")
+    if not a:
+        return []
+    if "topologies" in a:
+        return [t for t in a["topologies"] if _world(t) > 1]
+    seen, out = set(), []
+    for _, _, topo, _, _, _ in _training_rows(cfg):
+        key = (topo["nodes"], topo["gpus_per_node"])
+        if _world(topo) > 1 and key not in seen:
+            seen.add(key)
+            out.append(topo)
     return out
 
 
-def load_config(path: str | Path) -> dict:
-    """Read and validate one YAML study config file."""
-    path = Path(path)
-    try:
-        with open(path) as f:
-            cfg = yaml.safe_load(f) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    return validate_config(cfg, source=str(path))
+def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[str, Point]:
+    points: dict[str, Point] = {}
+    placement_base, train_base, limits = parts["placement"], parts["train"], parts["limits"]
 
+    def add(where: str, **kw) -> None:
+        try:
+            pt = Point(study=cfg["study"], limits=limits, **kw)
+        except PointError as e:
+            if problems is None:
+                raise ConfigError(f"{where}: {e}") from None
+            problems.append((where, str(e)))
+            return
+        points[pt.id] = pt
 
-def point_id(experiment: str, impl: str, basis: str, widths, nodes: int, gpus_per_node: int, rep: int) -> str:
-    """The one place a point's id is made; nothing parses ids back."""
-    model = impl if impl.startswith("mlp") else f"{impl}_{basis}"
-    return f"{experiment}-{model}-{'x'.join(map(str, widths))}-n{nodes}g{gpus_per_node}-r{rep}"
-
-
-def build_points(cfg: dict) -> dict[str, dict]:
-    """Every measurement point of a validated config, keyed by id, in a stable order.
-    Each point is a flat JSON-able dict: all that `kan.train` and the scheduler need."""
-    model, train, exps = cfg["model"], cfg["training"], cfg["experiments"]
-    base_widths = list(model["widths"])
-    # MLP impls have no basis: measure them once, not once per basis
-    combos = []
-    for impl in model["impl"]:
-        for basis in (model["basis"] if impl == "kanscale" else model["basis"][:1]):
-            combos.append((impl, basis))
-
-    plan: list[tuple[str, list[int], dict, int, int]] = []  # (experiment, widths, topo, samples, batch_per_rank)
-    s = exps.get("strong")
-    if s and s["enabled"]:
-        for topo in s["topologies"]:
-            bpr = s["batch_per_rank"] if "batch_per_rank" in s else s["global_batch"] // _world(topo)
-            plan.append(("strong", base_widths, topo, s["samples"], bpr))
-    w = exps.get("weak")
-    if w and w["enabled"]:
-        for topo in w["topologies"]:
-            plan.append(("weak", base_widths, topo, w["samples_per_rank"] * _world(topo), w["batch_per_rank"]))
-    c = exps.get("comm")
-    if c and c["enabled"]:
-        for topo in c["topologies"]:
-            plan.append(("comm", base_widths, topo, c["samples"], c["batch_per_rank"]))
-    m = exps.get("model_size")
-    if m and m["enabled"]:
-        for h in m["hidden_widths"]:
-            widths = [base_widths[0]] + [h] * (len(base_widths) - 2) + [base_widths[-1]]
-            plan.append(("model_size", widths, m["topology"], m["samples"], m["batch_per_rank"]))
-
-    points: dict[str, dict] = {}
-    res, tmo = cfg["resources"], cfg["timeouts"]
-    for experiment, widths, topo, samples, bpr in plan:
-        for impl, basis in combos:
+    for experiment, widths, topo, samples, bpr, ddp in _training_rows(cfg):
+        # limits (nodes, ranks per node) are checked by Point, with the point's context
+        place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
+        train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
+        for mc in parts["models"]:
+            model = dataclasses.replace(mc, widths=tuple(widths))
             for rep in range(cfg["repeats"]):
-                pid = point_id(experiment, impl, basis, widths, topo["nodes"], topo["gpus_per_node"], rep)
-                points[pid] = {
-                    "id": pid,
-                    "study": cfg["study"],
-                    "experiment": experiment,
-                    "impl": impl,
-                    "basis": basis,
-                    "widths": widths,
-                    "hidden_width": widths[1],
-                    "grid_size": model["grid_size"],
-                    "spline_order": model["spline_order"],
-                    "grid_range": list(model["grid_range"]),
-                    "nodes": topo["nodes"],
-                    "gpus_per_node": topo["gpus_per_node"],
-                    "world_size": _world(topo),
-                    "samples": samples,
-                    "batch_per_rank": bpr,
-                    "global_batch": bpr * _world(topo),
-                    "epochs": train["epochs"],
-                    "lr": train["lr"],
-                    "noise": train["noise"],
-                    "seed": train["seed"],
-                    "warmup_steps": train["warmup_steps"],
-                    "comm_probe_every": train["comm_probe_every"],
-                    "max_steps": train["max_steps"],
-                    "rep": rep,
-                    "launcher": cfg["launcher"],
-                    "request_gpus": cfg["request_gpus"],
-                    "gpu_type": cfg["gpu_type"],
-                    "device": cfg["device"],
-                    "threads_per_rank": cfg["cpu_threads_per_rank"],
-                    "runtime_min": res["runtime_min"],
-                    "mem_mb": res["mem_mb_per_rank"] * topo["gpus_per_node"],
-                    "cpus_per_task": res["cpus_per_rank"] * topo["gpus_per_node"],
-                    "rdzv_join_s": tmo["rdzv_join_s"],
-                    "rdzv_read_s": tmo["rdzv_read_s"],
-                    "pg_timeout_s": tmo["pg_s"],
-                }
+                add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
+                    f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
+                    train=train, placement=place)
+    a = _enabled(cfg["experiments"], "allreduce")
+    if a:
+        sweep = AllreduceConfig(sizes_bytes=tuple(a["sizes_bytes"]), iters=a["iters"], warmup=a["warmup"])
+        for topo in allreduce_topologies(cfg):
+            place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
+            for rep in range(cfg["repeats"]):
+                add(f"experiments.allreduce ({topo['nodes']}x{topo['gpus_per_node']})", experiment="allreduce",
+                    rep=rep, placement=place, allreduce=sweep)
     return points
+
+
+def build_points(cfg: dict) -> dict[str, Point]:
+    """Every measurement point of a validated config, keyed by id, in a stable order."""
+    problems: list = []
+    parts = _parts(cfg, problems)
+    if problems:
+        raise ConfigError("; ".join(f"{k}: {m}" for k, m in problems))
+    return _plan_points(cfg, parts)
+
+
+def launch_settings(cfg: dict) -> LaunchSettings:
+    return LaunchSettings(**_launch_kwargs(cfg))
+
+
+def limits(cfg: dict) -> Limits:
+    return Limits(**cfg["limits"])
+
+
+def load_config(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read (strictly) and validate one YAML study config file, with --config style overrides."""
+    cfg = read_yaml(path)
+    if overrides:
+        _merge(cfg, overrides)
+    return validate_config(cfg, source=str(path), overrides=overrides)
+
+
+def _merge(base: dict, top: dict) -> None:
+    for k, v in top.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
+# ---- re-runs ------------------------------------------------------------------------------------
+
+def record_state(path: str | Path) -> tuple[str, dict | str | None]:
+    """("missing", None) | ("corrupt", reason) | (status, record) of a point's record file."""
+    path = Path(path)
+    if not path.exists():
+        return "missing", None
+    try:
+        rec = records.read(path, point_id=path.stem)
+    except records.InvalidRecord as e:
+        return "corrupt", str(e)
+    return rec["status"], rec
 
 
 def retry_token(record_path: str | Path, rerun_failed: bool = True) -> str:
@@ -206,12 +477,20 @@ def retry_token(record_path: str | Path, rerun_failed: bool = True) -> str:
     exists: Snakemake re-runs a job whose params differ from the ones it last ran with.
     - no record yet, or an ok record: the token the record was written with ("" at first), so
       finished points never re-run;
-    - a failed/oom/timeout record (and rerun_failed): a new token naming that failed attempt."""
-    try:
-        rec = json.loads(Path(record_path).read_text())
-    except (OSError, ValueError):
+    - an invalid record (empty, truncated, hand-edited, another point's): a token naming its bytes,
+      always re-run;
+    - a failed/oom/timeout/cancelled/killed record (and rerun_failed): a token naming that attempt."""
+    path = Path(record_path)
+    state, rec = record_state(path)
+    if state == "missing":
         return ""
-    token = str((rec.get("point") or {}).get("retry_token") or "")
-    if rerun_failed and rec.get("status") != "ok":
-        return f"retry-after-{rec.get('status')}-{rec.get('finished_utc') or rec.get('attempt_id') or 'unknown'}"
-    return token
+    if state == "corrupt":
+        try:
+            digest = hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+        except OSError:
+            digest = "unreadable"
+        return f"retry-after-corrupt-{digest}"
+    launch = rec.get("launch") or {}
+    if rerun_failed and state != "ok":
+        return f"retry-after-{state}-{rec['finished_utc']}-{launch.get('attempt', '')}"
+    return str(launch.get("retry_token") or "")

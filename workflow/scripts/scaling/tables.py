@@ -213,10 +213,11 @@ def compute_tables(measurements: pd.DataFrame) -> dict:
     """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size'}
     DataFrames and 'fits' (a dict)."""
     df = clean(measurements)
+    ddp = df[df["ddp"].astype(str) != "False"] if "ddp" in df else df  # non-DDP baselines: not a world size
     tables = {
         "points": points_status(df),
-        "strong": strong_table(df),
-        "weak": weak_table(df),
+        "strong": strong_table(ddp),
+        "weak": weak_table(ddp),
         "comm": comm_table(df),
         "model_size": model_size_table(df),
     }

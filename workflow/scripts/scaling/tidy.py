@@ -1,36 +1,81 @@
-"""Point records -> one tidy row per point x repeat (missing and failed points included)."""
+"""Point records -> tidy tables (every planned point appears, whatever its state).
+
+    measurements  one row per point x repeat: the point's parameters, then what its record measured
+    loss_curves   one row per loss-curve entry of every ok training record
+    allreduce     one row per buffer size of every ok allreduce record
+
+A point's state is its record's status (ok, failed, oom, timeout, cancelled, killed), `corrupt`
+(a record that kan.record rejects: empty, truncated, hand-written, another point's; the reason
+says why), `missing` (no record yet) or `running` (its Slurm job from an earlier run still runs).
+"""
 
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from kan import record as records
+
 # every column measurements.csv has, in order; units are in the names
 COLUMNS = [
     "point_id", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
-    "nodes", "gpus_per_node", "world_size", "placement", "batch_per_rank", "global_batch", "samples",
-    "epochs", "rep", "status", "reason", "backend", "device_type", "launcher", "num_params",
-    "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s", "exposed_comm_s",
-    "exposed_comm_pct", "flat_allreduce_s", "samples_per_s", "samples_per_s_per_rank", "samples_per_s_wall",
-    "train_time_s", "epoch_time_s", "peak_mem_bytes", "peak_mem_gib", "mem_kind", "baseline_rss_bytes",
-    "weights_bytes", "grads_bytes", "optimizer_bytes", "final_train_loss", "test_loss", "job_wall_s",
-    "overhead_s", "replicas_identical", "num_hosts", "hostnames", "device_name", "git_sha", "git_dirty",
-    "torch_version", "slurm_job_id", "finished_utc",
+    "spline_order", "nodes", "gpus_per_node", "world_size", "placement", "placement_class", "ddp",
+    "batch_per_rank", "global_batch", "samples", "epochs", "rep", "status", "reason", "backend", "device_type",
+    "launcher", "num_params", "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s",
+    "exposed_comm_s", "exposed_comm_pct", "flat_allreduce_s", "bucket_cap_mb", "num_buckets", "samples_per_s",
+    "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
+    "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
+    "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
+    "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
+    "slurm_job_id", "attempt", "finished_utc",
 ]
+CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
+                 "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
+ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "rep", "backend",
+                     "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
+SIMULATED = "simulated inter-node (one host)"
 
 
 def model_label(point: dict) -> str:
-    name = point["impl"] if point["impl"].startswith("mlp") else f"kan-{point['basis']}"
-    return f"{name} [{','.join(map(str, point['widths']))}]"
+    if point["experiment"] == "allreduce":
+        return "all_reduce"
+    m = point["model"]
+    name = m["impl"] if m["impl"].startswith("mlp") else f"kan-{m['basis']}"
+    return f"{name} [{','.join(map(str, m['widths']))}]"
+
+
+def placement_class(nodes: int, world_size: int, num_hosts: int | None, on_slurm: bool) -> str:
+    """single-rank | intra-node | inter-node | simulated inter-node (one host). Several "nodes" whose
+    ranks all ran on one host (local runs: torchrun agents on 127.0.0.1) only simulate the inter-node
+    path; without a record the host count is unknown and a local run is taken for a simulation."""
+    if world_size == 1:
+        return "single-rank"
+    if nodes == 1:
+        return "intra-node"
+    if num_hosts is None:
+        return "inter-node" if on_slurm else SIMULATED
+    return "inter-node" if num_hosts > 1 else SIMULATED
+
+
+def read_state(path: str | Path, point_id: str) -> tuple[str, dict | None, str | None]:
+    """(state, record or None, reason): the record's status, or corrupt / missing."""
+    path = Path(path)
+    if not path.exists():
+        return "missing", None, "no record yet"
+    try:
+        rec = records.read(path, point_id)
+    except records.InvalidRecord as e:
+        return "corrupt", None, f"invalid record ({e}); the next run measures it again"
+    return rec["status"], rec, rec.get("reason")
 
 
 def read_record(path: str | Path) -> dict | None:
+    """A valid record, or None (for readers that only want good data, e.g. provenance)."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        return records.read(path)
+    except records.InvalidRecord:
         return None
 
 
@@ -52,61 +97,103 @@ def _get(d: dict | None, *keys):
     return d
 
 
-def tidy_row(point: dict, record: dict | None, job_wall_s: float | None = None) -> dict:
-    """One row: the planned point's parameters, then what its record measured (or status missing)."""
+def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = None,
+             job_wall_s: float | None = None) -> dict:
+    """One row: the planned point's parameters (Point.to_json()), then what its record measured."""
+    p, m, t = point["placement"], point.get("model") or {}, point.get("train") or {}
+    world = p["nodes"] * p["gpus_per_node"]
     row = {c: None for c in COLUMNS}
+    widths = m.get("widths") or []
     row.update({
         "point_id": point["id"], "study": point["study"], "experiment": point["experiment"],
-        "impl": point["impl"], "basis": point["basis"], "model": model_label(point),
-        "widths": "x".join(map(str, point["widths"])), "hidden_width": point["hidden_width"],
-        "grid_size": point["grid_size"], "nodes": point["nodes"], "gpus_per_node": point["gpus_per_node"],
-        "world_size": point["world_size"], "placement": "inter" if point["nodes"] > 1 else "intra",
-        "batch_per_rank": point["batch_per_rank"], "global_batch": point["global_batch"],
-        "samples": point["samples"], "epochs": point["epochs"], "rep": point["rep"],
-        "status": "missing", "job_wall_s": job_wall_s,
+        "impl": m.get("impl"), "basis": m.get("basis"), "model": model_label(point),
+        "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
+        "grid_size": m.get("grid_size"), "spline_order": m.get("spline_order"),
+        "nodes": p["nodes"], "gpus_per_node": p["gpus_per_node"], "world_size": world,
+        "placement": "inter" if p["nodes"] > 1 else "intra", "ddp": t.get("ddp", True),
+        "batch_per_rank": t.get("batch_per_rank"),
+        "global_batch": t["batch_per_rank"] * world if t else None,
+        "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
+        "status": state, "reason": reason, "job_wall_s": job_wall_s,
     })
+    rec = record or {}
+    prov = rec.get("provenance") or {}
+    ranks = rec.get("ranks") or []
+    isolation = _get(rec, "launch", "isolation") or {}
+    on_slurm = bool(_get(prov, "slurm", "slurm_job_id"))
+    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm)
     if record is None:
         return row
-    prov = record.get("provenance") or {}
-    ranks = record.get("ranks") or []
     row.update({
-        "status": record.get("status"), "reason": record.get("reason"), "backend": record.get("backend"),
-        "device_type": record.get("device_type"), "launcher": record.get("launcher"),
-        "num_params": _get(record, "model", "num_params"),
-        "step_time_s": _get(record, "timing", "step_time_s"),
-        "step_time_p10_s": _get(record, "timing", "step_s", "p10"),
-        "step_time_p90_s": _get(record, "timing", "step_s", "p90"),
-        "nosync_step_time_s": _get(record, "timing", "nosync_step_time_s"),
-        "exposed_comm_s": _get(record, "comm", "exposed_s"),
-        "exposed_comm_pct": _get(record, "comm", "exposed_pct"),
-        "flat_allreduce_s": _get(record, "timing", "flat_allreduce_s", "median"),
-        "samples_per_s": _get(record, "throughput", "samples_per_s"),
-        "samples_per_s_per_rank": _get(record, "throughput", "samples_per_s_per_rank"),
-        "samples_per_s_wall": _get(record, "throughput", "samples_per_s_wall"),
-        "train_time_s": _get(record, "timing", "train_time_s"),
-        "epoch_time_s": _get(record, "timing", "epoch_time_s"),
-        "peak_mem_bytes": _get(record, "memory", "peak_bytes"),
-        "peak_mem_gib": _get(record, "memory", "peak_gib"),
-        "mem_kind": _get(record, "memory", "kind"),
-        "baseline_rss_bytes": _get(record, "memory", "baseline_rss_bytes"),
-        "weights_bytes": _get(record, "memory", "weights_bytes"),
-        "grads_bytes": _get(record, "memory", "grads_bytes"),
-        "optimizer_bytes": _get(record, "memory", "optimizer_bytes"),
-        "final_train_loss": _get(record, "loss", "final_train"),
-        "test_loss": _get(record, "loss", "test"),
-        "replicas_identical": record.get("replicas_identical"),
-        "num_hosts": record.get("num_hosts"),
+        "backend": rec.get("backend"), "device_type": rec.get("device_type"), "launcher": rec.get("launcher"),
+        "num_params": _get(rec, "model", "num_params"),
+        "step_time_s": _get(rec, "timing", "step_time_s"),
+        "step_time_p10_s": _get(rec, "timing", "step_s", "p10"),
+        "step_time_p90_s": _get(rec, "timing", "step_s", "p90"),
+        "nosync_step_time_s": _get(rec, "timing", "nosync_step_time_s"),
+        "exposed_comm_s": _get(rec, "comm", "exposed_s"),
+        "exposed_comm_pct": _get(rec, "comm", "exposed_pct"),
+        "flat_allreduce_s": _get(rec, "timing", "flat_allreduce_s", "median"),
+        "bucket_cap_mb": _get(rec, "comm", "bucket_cap_mb"),
+        "num_buckets": _get(rec, "comm", "num_buckets"),
+        "samples_per_s": _get(rec, "throughput", "samples_per_s"),
+        "samples_per_s_per_rank": _get(rec, "throughput", "samples_per_s_per_rank"),
+        "samples_per_s_wall": _get(rec, "throughput", "samples_per_s_wall"),
+        "train_time_s": _get(rec, "timing", "train_time_s"),
+        "epoch_time_s": _get(rec, "timing", "epoch_time_s"),
+        "peak_mem_bytes": _get(rec, "memory", "peak_bytes"),
+        "peak_mem_gib": _get(rec, "memory", "peak_gib"),
+        "mem_kind": _get(rec, "memory", "kind"),
+        "baseline_rss_bytes": _get(rec, "memory", "baseline_rss_bytes"),
+        "weights_bytes": _get(rec, "memory", "weights_bytes"),
+        "grads_bytes": _get(rec, "memory", "grads_bytes"),
+        "optimizer_bytes": _get(rec, "memory", "optimizer_bytes"),
+        "final_train_loss": _get(rec, "loss", "final_train"),
+        "test_loss": _get(rec, "loss", "test"),
+        "replicas_identical": rec.get("replicas_identical"),
+        "num_hosts": rec.get("num_hosts"),
         "hostnames": ",".join(sorted({r.get("hostname", "?") for r in ranks})) or None,
         "device_name": ",".join(sorted({str(r.get("device_name")) for r in ranks})) or None,
+        "contended": isolation.get("contended"),
+        "contention": "; ".join(isolation.get("reasons") or []) or None,
+        "exclusive": isolation.get("exclusive"),
         "git_sha": prov.get("git_sha"), "git_dirty": prov.get("git_dirty"), "torch_version": prov.get("torch"),
-        "slurm_job_id": _get(prov, "slurm", "slurm_job_id"), "finished_utc": record.get("finished_utc"),
+        "slurm_job_id": _get(prov, "slurm", "slurm_job_id"), "attempt": _get(rec, "launch", "attempt"),
+        "finished_utc": rec.get("finished_utc"),
     })
     if job_wall_s is not None and row["train_time_s"] is not None:
         row["overhead_s"] = job_wall_s - row["train_time_s"]
     return row
 
 
-def tidy(points: list[dict], records: dict[str, dict | None], job_walls: dict[str, float | None] | None = None) -> pd.DataFrame:
-    job_walls = job_walls or {}
-    rows = [tidy_row(p, records.get(p["id"]), job_walls.get(p["id"])) for p in points]
-    return pd.DataFrame(rows, columns=COLUMNS)
+def collect(points: list[dict], record_paths: dict[str, str], running: dict[str, str] | None = None,
+            job_walls: dict[str, float | None] | None = None) -> dict[str, pd.DataFrame]:
+    """The three tidy tables. `points`: every planned Point.to_json(); `record_paths`: id -> record file
+    (a point without a path, or whose file is absent, is missing); `running`: id -> Slurm job id."""
+    running, job_walls = running or {}, job_walls or {}
+    rows, curves, sweeps = [], [], []
+    for point in points:
+        pid = point["id"]
+        if pid in running:
+            state, rec, reason = "running", None, f"Slurm job {running[pid]} is still pending or running"
+        elif pid in record_paths:
+            state, rec, reason = read_state(record_paths[pid], pid)
+        else:
+            state, rec, reason = "missing", None, "no record yet"
+        row = tidy_row(point, state, rec, reason, job_walls.get(pid))
+        rows.append(row)
+        if state != "ok":
+            continue
+        keys = {c: row[c] for c in ("experiment", "model", "world_size", "nodes", "gpus_per_node",
+                                    "placement_class", "ddp", "rep")}
+        for entry in _get(rec, "loss", "curve") or []:
+            curves.append({"point_id": pid, **keys, **{k: entry.get(k) for k in
+                                                       ("step", "samples_seen", "elapsed_s", "train_loss")}})
+        for size in _get(rec, "allreduce", "sizes") or []:
+            sweeps.append({"point_id": pid, **{c: row[c] for c in ("nodes", "gpus_per_node", "world_size",
+                                                                  "placement_class", "rep", "backend")},
+                           **{k: size.get(k) for k in ("size_bytes", "time_s", "time_p10_s", "time_p90_s",
+                                                        "algbw_gbps", "busbw_gbps")}, "status": state})
+    return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
+            "loss_curves": pd.DataFrame(curves, columns=CURVE_COLUMNS),
+            "allreduce": pd.DataFrame(sweeps, columns=ALLREDUCE_COLUMNS)}

@@ -1,0 +1,543 @@
+"""What one measurement point is: typed, validated, defined once.
+
+The study config (YAML, workflow/schemas/config.schema.yaml) is expanded by
+workflow/scripts/plan.py into `Point`s; the launcher passes a point to `python -m kan.train`
+as command-line flags (`Point.to_argv`) and the trainer parses exactly them back
+(`add_point_arguments` / `point_from_args`); the record stores it as JSON (`Point.to_json`).
+Every field has its unit and default stated here and nowhere else.
+
+A point's id is a readable stem plus a short hash of every field that changes what is measured
+(`Point.measured`): changing the grid size gives new ids, so old records are never overwritten
+by a different measurement under the same name. Launch settings that do not change the
+measurement (time limit, memory, timeouts) live in `LaunchSettings` and are not part of the id.
+
+No torch import here: the workflow and the launcher use this module in processes that must start
+fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import typing
+from dataclasses import dataclass, field
+
+IMPLS = ("kanscale", "mlp", "mlp_matched")
+BASES = ("bspline", "rbf", "chebyshev")
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce")
+LAUNCHERS = ("torchrun", "srun")
+DEVICES = ("auto", "cpu", "cuda")
+# the synthetic task (kan/data.py): f(x) = sum_i x_i^2 has exactly one target
+TARGET_DIM = 1
+# seeds are offset by the epoch and +1 (held-out data); keep seed + offsets inside int64
+MAX_SEED = 2**62
+POINT_VERSION = 1
+
+
+class PointError(ValueError):
+    """A bad point field. `key` is the field's dotted name (model.grid_size), `flag` its CLI flag."""
+
+    def __init__(self, key: str, message: str, flag: str | None = None) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key, self.message, self.flag = key, message, flag
+
+
+def _meta(help: str, unit: str = "", flag: str | None = None, lo=None, hi=None, gt=None, limit: str | None = None,
+          choices: tuple | None = None) -> dict:
+    """Field metadata: help text, unit, CLI flag, bounds (lo/hi inclusive, gt exclusive; `limit` names a
+    Limits field, a bound the study config can raise)."""
+    return {"help": help, "unit": unit, "flag": flag, "lo": lo, "hi": hi, "gt": gt, "limit": limit,
+            "choices": choices}
+
+
+# ---- checks shared by every dataclass below ------------------------------------------------------
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _check_scalar(key: str, v, typ, meta: dict, limits: Limits | None) -> None:
+    if typ is bool:
+        if not isinstance(v, bool):
+            raise PointError(key, f"must be true or false, got {v!r}")
+        return
+    if typ is str:
+        if not isinstance(v, str):
+            raise PointError(key, f"must be a string, got {v!r}")
+        if meta["choices"] and v not in meta["choices"]:
+            raise PointError(key, f"{v!r} is not allowed; allowed values: {', '.join(meta['choices'])}")
+        return
+    if typ is int and not _is_int(v):
+        raise PointError(key, f"must be an integer, got {v!r}")
+    if typ is float and not _is_real(v):
+        raise PointError(key, f"must be a finite number, got {v!r}")
+    lo, hi, gt = meta["lo"], meta["hi"], meta["gt"]
+    if gt is not None and not v > gt:
+        raise PointError(key, f"must be > {gt}, got {v!r}")
+    if lo is not None and v < lo:
+        raise PointError(key, f"must be >= {lo}, got {v!r}")
+    if hi is not None and v > hi:
+        raise PointError(key, f"must be <= {hi}, got {v!r}")
+    if meta["limit"] and limits is not None:
+        bound = getattr(limits, meta["limit"])
+        if v > bound:
+            raise PointError(key, f"{v!r} is above limits.{meta['limit']} = {bound}; raise limits.{meta['limit']} "
+                                  f"in the study config if your cluster really needs it")
+
+
+def _elem_type(hint):
+    args = typing.get_args(hint)
+    return args[0] if args else None
+
+
+def _validate(obj, prefix: str, limits: Limits | None) -> None:
+    """Type, finiteness and bounds of every field of a dataclass instance."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        if "help" not in f.metadata:
+            continue
+        key, v, hint = f"{prefix}{f.name}", getattr(obj, f.name), hints[f.name]
+        if typing.get_origin(hint) is tuple:
+            if not isinstance(v, tuple):
+                raise PointError(key, f"must be a list, got {v!r}")
+            elem = _elem_type(hint)
+            for i, x in enumerate(v):
+                _check_scalar(f"{key}[{i}]", x, elem, f.metadata, limits)
+        else:
+            _check_scalar(key, v, hint, f.metadata, limits)
+
+
+def _as_tuple(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+# ---- the dataclasses ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Upper bounds that catch typos (a width of 10,000,000 would try a multi-GB allocation) while
+    letting a real cluster go beyond them: each is a key of the config's `limits:` section."""
+
+    max_nodes: int = field(default=1024, metadata=_meta("largest nodes per point", lo=1))
+    max_ranks_per_node: int = field(default=64, metadata=_meta("largest gpus_per_node", lo=1))
+    max_width: int = field(default=65536, metadata=_meta("largest layer width", lo=1))
+    max_grid_size: int = field(default=1024, metadata=_meta("largest grid size", lo=1))
+    max_samples: int = field(default=10**9, metadata=_meta("largest data set (samples)", lo=1))
+    max_epochs: int = field(default=100_000, metadata=_meta("largest number of epochs", lo=1))
+    max_repeats: int = field(default=1000, metadata=_meta("largest number of repeats", lo=1))
+    max_allreduce_bytes: int = field(default=2**34, metadata=_meta("largest all-reduce buffer (bytes)", lo=4))
+
+    def __post_init__(self) -> None:
+        _validate(self, "limits.", None)
+
+    def to_json(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """The network a point trains."""
+
+    impl: str = field(default="kanscale", metadata=_meta(
+        "kanscale = our KAN; mlp = Linear+SiLU with the same widths; mlp_matched = MLP with the KAN's "
+        "parameter count", choices=IMPLS))
+    basis: str = field(default="bspline", metadata=_meta("KAN basis functions", choices=BASES))
+    widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=_meta(
+        "layer widths, input first; the input width is the data dimension", lo=1, limit="max_width"))
+    grid_size: int = field(default=10, metadata=_meta("grid intervals per input", lo=1, limit="max_grid_size"))
+    spline_order: int = field(default=3, metadata=_meta("B-spline order (3 = cubic)", lo=0, hi=7))
+    grid_range: tuple[float, ...] = field(default=(-2.0, 2.0), metadata=_meta(
+        "lo,hi of the uniform grid (the data lie in [-2, 2])"))
+
+    def __post_init__(self) -> None:
+        for name in ("widths", "grid_range"):
+            object.__setattr__(self, name, _as_tuple(getattr(self, name)))
+        _validate(self, "model.", None)
+        if len(self.widths) < 2:
+            raise PointError("model.widths", f"needs an input and an output width, got {list(self.widths)}")
+        if self.widths[-1] != TARGET_DIM:
+            raise PointError("model.widths", f"the last width is the output and the task (sum of x_i^2) has "
+                                             f"{TARGET_DIM} target, got {self.widths[-1]}")
+        if len(self.grid_range) != 2 or not self.grid_range[1] > self.grid_range[0]:
+            raise PointError("model.grid_range", f"must be [lo, hi] with hi > lo, got {list(self.grid_range)}")
+
+    @property
+    def label(self) -> str:
+        """Readable model name: kanscale_bspline, mlp, mlp_matched."""
+        return self.impl if self.impl.startswith("mlp") else f"{self.impl}_{self.basis}"
+
+    def measured(self) -> dict:
+        """The fields that change what the model computes (a plain MLP has no grid or basis)."""
+        d = _plain(self)
+        if self.impl == "mlp":
+            for k in ("basis", "grid_size", "spline_order", "grid_range"):
+                d.pop(k)
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """How a point trains and what it times."""
+
+    samples: int = field(default=100_000, metadata=_meta(
+        "data set size, all ranks together", "samples", lo=1, limit="max_samples"))
+    epochs: int = field(default=40, metadata=_meta("passes over the data set", lo=1, limit="max_epochs"))
+    batch_per_rank: int = field(default=512, metadata=_meta("mini-batch per rank", "samples", lo=1))
+    lr: float = field(default=1e-3, metadata=_meta("Adam learning rate", gt=0.0))
+    noise: float = field(default=0.01, metadata=_meta("std of the label noise", lo=0.0))
+    seed: int = field(default=0, metadata=_meta("seed of data, shuffling and initial weights", lo=0, hi=MAX_SEED))
+    max_steps: int = field(default=0, metadata=_meta("cap on training steps (0 = none); for smoke tests", lo=0))
+    warmup_steps: int = field(default=5, metadata=_meta("steps excluded from timing statistics", lo=0))
+    comm_probe_every: int = field(default=2, metadata=_meta(
+        "every k-th step runs under no_sync() to measure exposed communication (0 = never; 1 is not allowed)",
+        lo=0))
+    loss_every_steps: int = field(default=10, metadata=_meta(
+        "the training loss curve gets one entry every this many steps (for time-to-target)", "steps", lo=1))
+    ddp: bool = field(default=True, metadata=_meta(
+        "train under DistributedDataParallel; false = the single-process non-DDP baseline (world size 1)"))
+    bucket_cap_mb: float = field(default=25.0, metadata=_meta(
+        "DDP gradient bucket size (DDP's default 25 MB); small values give several buckets", "MB", gt=0.0))
+
+    def __post_init__(self) -> None:
+        _validate(self, "training.", None)
+        if self.comm_probe_every == 1:
+            raise PointError("training.comm_probe_every",
+                             "1 would never run a synchronised step; use 0 (no probe) or >= 2")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllreduceConfig:
+    """The all-reduce sweep of an `allreduce` point (like nccl-tests' all_reduce_perf)."""
+
+    sizes_bytes: tuple[int, ...] = field(default=tuple(4096 * 4**i for i in range(8)), metadata=_meta(
+        "float32 buffer sizes to all-reduce (default 4 KiB, 16 KiB, .. 64 MiB)", "bytes",
+        lo=4, limit="max_allreduce_bytes"))
+    iters: int = field(default=20, metadata=_meta("timed all-reduces per size", lo=1, hi=100_000))
+    warmup: int = field(default=5, metadata=_meta("untimed all-reduces per size before timing", lo=0, hi=10_000))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes_bytes", _as_tuple(self.sizes_bytes))
+        _validate(self, "allreduce.", None)
+        if not self.sizes_bytes:
+            raise PointError("allreduce.sizes_bytes", "needs at least one size")
+        if any(s % 4 for s in self.sizes_bytes):
+            raise PointError("allreduce.sizes_bytes", f"must be multiples of 4 bytes (float32), "
+                                                      f"got {list(self.sizes_bytes)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Where the ranks run and how they are started; part of what is measured."""
+
+    nodes: int = field(default=1, metadata=_meta("nodes (torchrun agents / Slurm nodes)", lo=1, limit="max_nodes"))
+    gpus_per_node: int = field(default=1, metadata=_meta(
+        "ranks per node (GPUs, or CPU processes)", lo=1, limit="max_ranks_per_node"))
+    launcher: str = field(default="torchrun", metadata=_meta(
+        "torchrun = one agent per node; srun = one Slurm task per rank (Slurm only)", choices=LAUNCHERS))
+    device: str = field(default="auto", metadata=_meta(
+        "auto = CUDA when a usable device is visible, else CPU (gloo)", choices=DEVICES))
+    threads_per_rank: int = field(default=1, metadata=_meta("torch (and numba) threads per rank", lo=1, hi=1024))
+
+    def __post_init__(self) -> None:
+        _validate(self, "placement.", None)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, kw_only=True)
+class Point:
+    """One measurement point = one job = one record."""
+
+    study: str = field(default="study", metadata=_meta("study name (results/<study>/)"))
+    experiment: str = field(default="strong", metadata=_meta("which scaling experiment", choices=EXPERIMENTS))
+    rep: int = field(default=0, metadata=_meta("repeat index", lo=0, limit="max_repeats"))
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    placement: Placement = field(default_factory=Placement)
+    allreduce: AllreduceConfig | None = None  # only for experiment "allreduce"
+    limits: Limits = field(default_factory=Limits, compare=False)
+
+    def __post_init__(self) -> None:
+        _validate(self, "", self.limits)
+        if not re.fullmatch(r"[A-Za-z0-9_]+", self.study):
+            raise PointError("study", f"{self.study!r} must be letters, digits and _ only (it names folders)")
+        for name in ("model", "train", "placement", "allreduce"):
+            sub = getattr(self, name)
+            if sub is not None:
+                _validate(sub, f"{'training' if name == 'train' else name}.", self.limits)
+        if (self.experiment == "allreduce") != (self.allreduce is not None):
+            raise PointError("experiment", "an allreduce point needs allreduce settings, and only it has them")
+        p, t = self.placement, self.train
+        if not t.ddp and p.world_size != 1:
+            raise PointError("training.ddp", f"the non-DDP baseline runs one rank, the placement has {p.world_size}")
+        if self.experiment != "allreduce":
+            self._check_steps()
+
+    def _check_steps(self) -> None:
+        """Plan-time checks that would otherwise fail a whole job: every rank gets a full batch and at
+        least one synchronised step is timed after warm-up (partial batches are never timed)."""
+        t, world = self.train, self.placement.world_size
+        if t.samples < world:
+            raise PointError("training.samples", f"{t.samples} samples cannot feed {world} ranks")
+        per_rank = -(-t.samples // world)  # ceil: the sampler pads to a multiple of the world size
+        if t.batch_per_rank > per_rank:
+            raise PointError("training.batch_per_rank", f"{t.batch_per_rank} is more than the {per_rank} samples "
+                                                        f"per rank ({t.samples} samples / {world} ranks)")
+        steps_per_epoch = -(-per_rank // t.batch_per_rank)
+        full_per_epoch = per_rank // t.batch_per_rank
+        total = t.epochs * steps_per_epoch
+        if t.max_steps:
+            total = min(total, t.max_steps)
+        k = t.comm_probe_every if t.ddp else 0
+        for s in range(t.warmup_steps, total):
+            if s % steps_per_epoch < full_per_epoch and not (k and s % k == k - 1):
+                return  # the first timed synchronised step
+        raise PointError("training.warmup_steps",
+                         f"no timed step would remain: {total} steps in all ({t.epochs} epoch(s) x {steps_per_epoch}"
+                         f" steps{f', max_steps {t.max_steps}' if t.max_steps else ''}) and the first "
+                         f"{t.warmup_steps} are warm-up; give more samples or epochs, or fewer warm-up steps")
+
+    # ---- identity ----
+    def measured(self) -> dict:
+        """Every field that changes what this point measures (the id's hash covers exactly these)."""
+        d = {"experiment": self.experiment, "placement": _plain(self.placement)}
+        if self.allreduce is not None:
+            d["allreduce"] = _plain(self.allreduce)
+        else:
+            d["model"] = self.model.measured()
+            d["train"] = _plain(self.train)
+        return d
+
+    @property
+    def id(self) -> str:
+        digest = hashlib.sha1(json.dumps(self.measured(), sort_keys=True).encode()).hexdigest()[:8]
+        p = self.placement
+        where = f"n{p.nodes}g{p.gpus_per_node}"
+        if self.experiment == "allreduce":
+            return f"allreduce-{where}-r{self.rep}-{digest}"
+        model = self.model.label + ("" if self.train.ddp else "_noddp")
+        widths = "x".join(map(str, self.model.widths))
+        return f"{self.experiment}-{model}-{widths}-{where}-r{self.rep}-{digest}"
+
+    # ---- JSON ----
+    def to_json(self) -> dict:
+        d = _plain(self)
+        d["id"] = self.id
+        d["point_version"] = POINT_VERSION
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> Point:
+        d = dict(d)
+        d.pop("id", None)
+        version = d.pop("point_version", POINT_VERSION)
+        if version != POINT_VERSION:
+            raise PointError("point_version", f"{version} is not {POINT_VERSION}")
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in d:
+                continue
+            v = d.pop(f.name)
+            sub = _SUBCONFIGS.get(f.name)
+            if sub is not None and v is not None:
+                if not isinstance(v, dict):
+                    raise PointError(f.name, f"must be a mapping, got {v!r}")
+                v = _from_dict(sub, v, f.name)
+            kw[f.name] = v
+        if d:
+            raise PointError(next(iter(d)), f"unknown point field(s): {', '.join(sorted(d))}")
+        return cls(**kw)
+
+    # ---- CLI ----
+    def to_argv(self) -> list[str]:
+        """`python -m kan.train` flags for this point (parsed back by point_from_args)."""
+        argv = [f"--study={self.study}", f"--experiment={self.experiment}", f"--rep={self.rep}"]
+        for name in ("model", "train", "placement", "allreduce"):
+            sub = getattr(self, name)
+            if sub is None:
+                continue
+            for f in dataclasses.fields(sub):
+                v = getattr(sub, f.name)
+                if isinstance(v, bool):
+                    argv.append(f"--{_flag(f)}" if v else f"--no-{_flag(f)}")
+                elif isinstance(v, tuple):
+                    argv.append(f"--{_flag(f)}={','.join(map(_num, v))}")
+                else:
+                    argv.append(f"--{_flag(f)}={_num(v)}")
+        lim = [f"{f.name}={getattr(self.limits, f.name)}" for f in dataclasses.fields(Limits)
+               if getattr(self.limits, f.name) != f.default]
+        if lim:
+            argv.append(f"--limits={','.join(lim)}")
+        return argv
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchSettings:
+    """What a point's job asks the scheduler for and how long its launcher waits; none of it changes
+    what is measured, so none of it is part of a point's id (a new time limit re-runs nothing)."""
+
+    runtime_min: int = field(default=30, metadata=_meta(
+        "wall-time limit of one point; the launcher records a timeout shortly before", "min", lo=1, hi=10080))
+    mem_mb_per_rank: int = field(default=4000, metadata=_meta("host memory per rank", "MB", lo=100))
+    cpus_per_rank: int = field(default=2, metadata=_meta("CPU cores per rank asked from the scheduler", lo=1))
+    request_gpus: bool = field(default=True, metadata=_meta(
+        "on Slurm, ask for gpus_per_node GPUs per node (--gres); false on CPU-only clusters"))
+    gpu_type: str = field(default="", metadata=_meta("Slurm GPU type (--gres=gpu:<type>:N); empty = any"))
+    exclusive: bool = field(default=True, metadata=_meta(
+        "on Slurm, ask for whole nodes (--exclusive) so no other job shares a point's nodes and timings"))
+    rdzv_join_s: int = field(default=60, metadata=_meta(
+        "how long torchrun agents wait for every node to join", "s", lo=5))
+    rdzv_read_s: int = field(default=20, metadata=_meta("rendezvous store read timeout", "s", lo=1))
+    pg_timeout_s: int = field(default=120, metadata=_meta("process-group (collective) timeout", "s", lo=10))
+
+    def __post_init__(self) -> None:
+        _validate(self, "launch.", None)
+        if not re.fullmatch(r"[A-Za-z0-9_.]*", self.gpu_type):
+            raise PointError("launch.gpu_type", f"{self.gpu_type!r} must be letters, digits, _ and . only")
+
+    def to_json(self) -> dict:
+        return _plain(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> LaunchSettings:
+        return _from_dict(cls, d, "launch")
+
+
+_SUBCONFIGS = {"model": ModelConfig, "train": TrainConfig, "placement": Placement, "allreduce": AllreduceConfig,
+               "limits": Limits}
+# the config's section for each point part (errors name the config key)
+SECTION = {"model": "model", "train": "training", "placement": "placement", "allreduce": "allreduce",
+           "limits": "limits", "launch": "launch"}
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or f.name.replace("_", "-")
+
+
+def _num(v) -> str:
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _plain(obj) -> dict:
+    """A dataclass as JSON-able dict (tuples as lists), nested dataclasses included."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v):
+            v = _plain(v)
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[f.name] = v
+    return out
+
+
+def _from_dict(cls, d: dict, section: str):
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra = sorted(set(d) - names)
+    if extra:
+        raise PointError(f"{SECTION[section]}.{extra[0]}",
+                         f"unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(sorted(names))}")
+    return cls(**d)
+
+
+def parse_limits(text: str) -> Limits:
+    kw = {}
+    for item in filter(None, text.split(",")):
+        k, _, v = item.partition("=")
+        kw[k] = int(v)
+    return _from_dict(Limits, kw, "limits")
+
+
+# ---- argparse bridge ----------------------------------------------------------------------------
+
+def _parser_for(hint) -> typing.Callable[[str], object]:
+    if typing.get_origin(hint) is tuple:
+        elem = _parser_for(_elem_type(hint))
+        return lambda text: tuple(elem(x) for x in text.split(","))
+    if hint is int:
+        return int
+    if hint is float:
+        return float
+    return str
+
+
+def add_point_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per Point field, grouped like the config; types are checked by the dataclasses, so a
+    bad value fails with the flag's name (see point_from_args)."""
+    g = parser.add_argument_group("point")
+    g.add_argument("--study", default=Point.study)
+    g.add_argument("--experiment", default="strong")
+    g.add_argument("--rep", default="0")
+    g.add_argument("--limits", default="", help="overrides of Limits, e.g. max_width=100000")
+    for name, cls in (("model", ModelConfig), ("train", TrainConfig), ("placement", Placement),
+                      ("allreduce", AllreduceConfig)):
+        grp = parser.add_argument_group(SECTION[name])
+        for f in dataclasses.fields(cls):
+            dest = f"{name}__{f.name}"
+            help_ = f.metadata["help"] + (f" [{f.metadata['unit']}]" if f.metadata["unit"] else "")
+            if f.type in ("bool", bool):
+                grp.add_argument(f"--{_flag(f)}", dest=dest, action=argparse.BooleanOptionalAction, default=None,
+                                 help=help_)
+            else:
+                grp.add_argument(f"--{_flag(f)}", dest=dest, default=None, metavar=f.name.upper(), help=help_)
+
+
+def point_from_args(args: argparse.Namespace) -> Point:
+    """The Point the flags describe; defaults from the dataclasses. Raises PointError whose `flag`
+    names the offending command-line flag."""
+    hints = {cls: typing.get_type_hints(cls) for cls in (ModelConfig, TrainConfig, Placement, AllreduceConfig)}
+    parts: dict = {}
+    flag_of = {}
+    for name, cls in (("model", ModelConfig), ("train", TrainConfig), ("placement", Placement),
+                      ("allreduce", AllreduceConfig)):
+        kw = {}
+        for f in dataclasses.fields(cls):
+            flag_of[f"{SECTION[name]}.{f.name}"] = f"--{_flag(f)}"
+            raw = getattr(args, f"{name}__{f.name}")
+            if raw is None:
+                continue
+            if isinstance(raw, bool):
+                kw[f.name] = raw
+                continue
+            try:
+                kw[f.name] = _parser_for(hints[cls][f.name])(raw)
+            except ValueError:
+                raise PointError(f"{SECTION[name]}.{f.name}", f"cannot parse {raw!r}", f"--{_flag(f)}") from None
+        parts[name] = kw
+    try:
+        rep = int(args.rep)
+    except ValueError:
+        raise PointError("rep", f"must be an integer, got {args.rep!r}", "--rep") from None
+    try:
+        limits = parse_limits(args.limits)
+        allreduce = AllreduceConfig(**parts["allreduce"]) if args.experiment == "allreduce" else None
+        return Point(study=args.study, experiment=args.experiment, rep=rep, model=ModelConfig(**parts["model"]),
+                     train=TrainConfig(**parts["train"]), placement=Placement(**parts["placement"]),
+                     allreduce=allreduce, limits=limits)
+    except PointError as e:
+        base = e.key.split("[")[0]
+        e.flag = e.flag or flag_of.get(base) or f"--{base.split('.')[-1].replace('_', '-')}"
+        raise
+
+
+def field_docs() -> dict[str, dict]:
+    """{config key: {default, help, unit, lo, hi}} for every Point field (used to check the schema)."""
+    out = {}
+    for name, cls in _SUBCONFIGS.items():
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else None
+            out[f"{SECTION[name]}.{f.name}"] = {
+                "default": list(default) if isinstance(default, tuple) else default,
+                **{k: f.metadata.get(k) for k in ("help", "unit", "lo", "hi", "choices")}}
+    return out
+

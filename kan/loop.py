@@ -1,0 +1,297 @@
+"""The measured training loop of one rank, and rank 0's summary of all ranks.
+
+The model comes from a factory (`model_factory(point.model) -> nn.Module`; default
+kan.models.build_model), so any implementation with the same input/output contract is measured by
+exactly this loop and record: the seed paper's pykan included.
+
+Per step: zero_grad, forward, MSE, backward, Adam. Every `comm_probe_every`-th step runs under
+`ddp.no_sync()` and is timed without the all-reduce; an untimed flat all-reduce then averages its
+gradients so the replicas stay identical. Warm-up steps and partial batches are not timed. The
+loss curve gets one entry every `loss_every_steps` steps: the global mean training loss over that
+window, with the training time elapsed (one small all-reduce, after the step's timer stopped).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from kan import metrics
+from kan.config import Point
+from kan.data import make_dataset, shard_indices
+from kan.env import DistInfo
+from kan.models import build_model, num_params
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _delay_hook(delay_s: float):
+    """Comm hook for validating the method: average the bucket, then wait delay_s before handing
+    the result to DDP, so the measured exposed comm must grow by about delay_s per bucket that
+    cannot hide behind the backward pass."""
+
+    def hook(state, bucket):
+        world = dist.get_world_size()
+        fut = dist.all_reduce(bucket.buffer().div_(world), async_op=True).get_future()
+
+        def after(f):
+            time.sleep(delay_s)
+            return f.value()[0]
+
+        return fut.then(after)
+
+    return hook
+
+
+class Progress:
+    """Rank 0's progress lines: steps done / total, samples/s, ETA."""
+
+    def __init__(self, total_steps: int, global_batch: int, every_s: float, enabled: bool) -> None:
+        self.total, self.global_batch, self.every_s, self.enabled = total_steps, global_batch, every_s, enabled
+        self.t0 = self.last = time.perf_counter()
+
+    def update(self, step: int) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (now - self.last < self.every_s and step != self.total):
+            return
+        self.last = now
+        rate = step / max(now - self.t0, 1e-9)
+        eta = (self.total - step) / max(rate, 1e-9)
+        print(f"[kan.train] step {step}/{self.total} ({100 * step / self.total:.0f}%) "
+              f"{rate * self.global_batch:,.0f} samples/s ETA {eta:.0f} s", flush=True)
+
+
+def _average_grads(params: list[torch.Tensor], world: int) -> None:
+    """One flat all-reduce of every gradient, then the mean (what DDP would have done)."""
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)
+    flat.div_(world)
+    off = 0
+    for p in params:
+        n = p.numel()
+        p.grad.copy_(flat[off : off + n].view_as(p.grad))
+        off += n
+
+
+def train_rank(point: Point, run, info: DistInfo, device: torch.device,
+               model_factory: Callable | None = None) -> dict:
+    """Run the training loop on this rank; return its raw measurements."""
+    t_cfg, m_cfg = point.train, point.model
+    torch.manual_seed(t_cfg.seed)  # identical initial weights on every rank (DDP also broadcasts)
+    model = (model_factory or build_model)(m_cfg).to(device)
+    use_ddp = t_cfg.ddp
+    net = DDP(model, bucket_cap_mb=t_cfg.bucket_cap_mb) if use_ddp else model
+    if use_ddp and run.inject_comm_delay_ms > 0:
+        net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
+    # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
+    opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
+    params = list(model.parameters())
+
+    x_all, y_all = make_dataset(t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
+    x_all, y_all = x_all.to(device), y_all.to(device)
+    shard_len = len(shard_indices(t_cfg.samples, info.rank, info.world_size, 0, t_cfg.seed))
+    bpr = t_cfg.batch_per_rank
+    steps_per_epoch = math.ceil(shard_len / bpr)
+    total_steps = t_cfg.epochs * steps_per_epoch
+    if t_cfg.max_steps:
+        total_steps = min(total_steps, t_cfg.max_steps)
+    probe_every = t_cfg.comm_probe_every if use_ddp else 0
+    progress = Progress(total_steps, bpr * info.world_size, run.progress_every_s, info.is_main)
+
+    sync_times: list[float] = []
+    nosync_times: list[float] = []
+    flat_ar_times: list[float] = []
+    epochs: list[dict] = []
+    curve: list[dict] = []
+    window_loss = torch.zeros((), device=device)
+    window_n = 0
+    samples_seen = 0
+    step = 0
+    _sync(device)
+    t_train = time.perf_counter()
+    for epoch in range(t_cfg.epochs):
+        if step >= total_steps:
+            break
+        idx = shard_indices(t_cfg.samples, info.rank, info.world_size, epoch, t_cfg.seed).to(device)
+        # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
+        x_ep, y_ep = x_all[idx], y_all[idx]
+        loss_sum = torch.zeros((), device=device)
+        seen = 0
+        for s in range(steps_per_epoch):
+            if step >= total_steps:
+                break
+            xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
+            probe = probe_every > 0 and step % probe_every == probe_every - 1
+            timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            if probe:
+                with net.no_sync():
+                    loss = F.mse_loss(net(xb), yb)
+                    loss.backward()
+                _sync(device)
+                ta = time.perf_counter()
+                if info.world_size > 1:  # untimed: one rank's gradients already are the mean
+                    _average_grads(params, info.world_size)
+                _sync(device)
+                tb = time.perf_counter()
+                opt.step()
+                _sync(device)
+                t1 = time.perf_counter()
+                if timed:
+                    nosync_times.append((t1 - t0) - (tb - ta))
+                    flat_ar_times.append(tb - ta)
+            else:
+                loss = F.mse_loss(net(xb), yb)
+                loss.backward()
+                opt.step()
+                _sync(device)
+                t1 = time.perf_counter()
+                if timed:
+                    sync_times.append(t1 - t0)
+            batch_loss = loss.detach() * len(xb)
+            loss_sum += batch_loss
+            window_loss += batch_loss
+            seen += len(xb)
+            window_n += len(xb)
+            samples_seen += len(xb) * info.world_size
+            step += 1
+            if step % t_cfg.loss_every_steps == 0 or step == total_steps:
+                elapsed = time.perf_counter() - t_train  # before the loss all-reduce: training time only
+                curve.append({"step": step, "samples_seen": samples_seen, "elapsed_s": elapsed,
+                              "train_loss": _global_mean(window_loss, window_n, device)})
+                window_loss.zero_()
+                window_n = 0
+            progress.update(step)
+        # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
+        epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
+                       "elapsed_s": time.perf_counter() - t_train})
+    _sync(device)
+    train_time = time.perf_counter() - t_train
+
+    if run.weights_out:
+        torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{run.weights_out}.rank{info.rank}.pt")
+
+    # held-out loss of the trained model, same on every rank (identical replicas)
+    xt, yt = make_dataset(min(t_cfg.samples, 4096), m_cfg.widths[0], t_cfg.noise, t_cfg.seed + 1)
+    with torch.no_grad():
+        test_loss = F.mse_loss(model(xt.to(device)), yt.to(device)).item()
+
+    if device.type == "cuda":
+        peak, mem_kind = torch.cuda.max_memory_allocated(device), "cuda_max_allocated"
+    else:
+        peak, mem_kind = metrics.peak_rss_bytes(), "cpu_peak_rss"
+    return {
+        "sync": metrics.summarize(sync_times),
+        "nosync": metrics.summarize(nosync_times),
+        "flat_allreduce": metrics.summarize(flat_ar_times),
+        "train_time_s": train_time,
+        "steps": step,
+        "steps_per_epoch": steps_per_epoch,
+        "epochs": epochs,
+        "curve": curve,
+        "test_loss": test_loss,
+        "peak_mem_bytes": peak,
+        "mem_kind": mem_kind,
+        "num_params": num_params(model),
+        "num_buckets": _num_buckets(net) if use_ddp else 0,
+        "used_ddp": use_ddp,
+        "weights_checksum": float(sum(p.detach().double().sum().item() for p in params)),
+        "facts": metrics.rank_facts(device),
+    }
+
+
+def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float:
+    stats = torch.stack([total, torch.tensor(float(count), device=device)])
+    dist.all_reduce(stats)
+    return (stats[0] / stats[1]).item() if stats[1].item() else float("nan")
+
+
+def _num_buckets(net) -> int | None:
+    """How many gradient buckets DDP formed (after the first backward); None when torch hides it."""
+    try:
+        return int(net._get_ddp_logging_data().get("num_buckets_reduced", 0)) or None
+    except Exception:  # a private API; losing it only loses a diagnostic
+        return None
+
+
+def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> dict:
+    """Rank 0 folds every rank's raw measurements into the point's figures. The slowest rank sets
+    the pace of a synchronous step, so medians are taken per rank and then the max."""
+
+    def worst(key: str) -> float | None:
+        vals = [r[key]["median"] for r in per_rank if r[key]]
+        return max(vals) if vals else None
+
+    step = worst("sync")
+    if step is None:
+        raise ValueError(
+            f"no timed step: the point ran {per_rank[0]['steps']} steps but the first "
+            f"{point.train.warmup_steps} are warm-up (and partial batches are not timed); give it more samples "
+            f"or epochs, or fewer warm-up steps")
+    nosync = worst("nosync")
+    exposed = step - nosync if nosync is not None else None
+    bpr = point.train.batch_per_rank
+    global_batch = bpr * info.world_size
+    r0 = per_rank[0]
+    train_time = max(r["train_time_s"] for r in per_rank)
+    peak = max(r["peak_mem_bytes"] for r in per_rank)
+    return {
+        "timing": {
+            "step_s": r0["sync"],  # rank 0's distribution; figures below use the max over ranks
+            "nosync_step_s": r0["nosync"],
+            "flat_allreduce_s": r0["flat_allreduce"],
+            "step_time_s": step,
+            "nosync_step_time_s": nosync,
+            "per_rank_step_time_s": [r["sync"]["median"] if r["sync"] else None for r in per_rank],
+            "train_time_s": train_time,
+            "epoch_time_s": train_time / max(len(r0["epochs"]), 1),
+            "num_steps": r0["steps"],
+            "steps_per_epoch": r0["steps_per_epoch"],
+        },
+        "throughput": {
+            "samples_per_s": global_batch / step,
+            "samples_per_s_per_rank": bpr / step,
+            "samples_per_s_wall": r0["steps"] * global_batch / train_time,
+        },
+        "comm": {
+            "exposed_s": exposed,
+            "exposed_pct": 100.0 * exposed / step if exposed is not None else None,
+            "method": "interleaved no_sync probe: median(synced step) - median(no_sync step), max over ranks",
+            "probe_every": point.train.comm_probe_every if r0["used_ddp"] else 0,
+            "injected_delay_ms": run.inject_comm_delay_ms,
+            "bucket_cap_mb": point.train.bucket_cap_mb if r0["used_ddp"] else None,
+            "num_buckets": r0["num_buckets"],
+        },
+        "memory": {
+            "kind": r0["mem_kind"],
+            "peak_bytes": peak,
+            "peak_gib": peak / 2**30,
+            "baseline_rss_bytes": min(r["baseline_rss_bytes"] for r in per_rank)
+            if r0["mem_kind"] == "cpu_peak_rss" else None,
+            # analytic: float32 weights + gradients + Adam's two moments
+            "weights_bytes": 4 * r0["num_params"],
+            "grads_bytes": 4 * r0["num_params"],
+            "optimizer_bytes": 8 * r0["num_params"],
+        },
+        "model": {"num_params": r0["num_params"]},
+        "loss": {
+            "final_train": r0["epochs"][-1]["train_loss"],
+            "test": r0["test_loss"],
+            "epochs": r0["epochs"],
+            "curve": r0["curve"],
+            "every_steps": point.train.loss_every_steps,
+        },
+        "replicas_identical": len({r["weights_checksum"] for r in per_rank}) == 1,
+        "weights_checksum": r0["weights_checksum"],
+        "ranks": [r["facts"] for r in per_rank],
+    }

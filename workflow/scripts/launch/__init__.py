@@ -1,0 +1,15 @@
+"""Launching one measurement point: each piece once.
+
+    geometry   a point's Slurm request (tasks, CPUs, memory, --gres, --exclusive); also the rule's
+               resources in workflow/rules/common.smk
+    commands   the command lines: python -m kan.train directly (one rank), torchrun (standalone, or
+               one agent per node with c10d rendezvous), srun; the fault-injection hook
+    claims     a per-point claim, so a live earlier attempt is waited for, never duplicated
+    procs      the point's process tree: own sessions, parent-death signal, signals, deadline, watchdog
+    failure    what a point that did not measure died of (error files first, then the log)
+    isolation  what else ran on the point's machine when it started
+    slurm      scontrol/squeue helpers (job facts, live jobs of a study)
+    main       the launcher: claim, run, classify, commit exactly one record
+
+No torch import anywhere here: the launcher starts in well under a second.
+"""

@@ -1,0 +1,216 @@
+"""Launch one measurement point and commit exactly one record for it.
+
+    python workflow/scripts/launch_point.py --point '<Point JSON>' --launch '<LaunchSettings JSON>' \
+        --out results/<study>/points/<id>.json [--retry-token T] [--watch-pid PID]
+
+1. Claim the point (launch/claims.py): a live earlier attempt is waited for, never duplicated.
+2. Start its processes (launch/commands.py, launch/procs.py) in a fresh attempt folder
+   results/<study>/attempts/<id>/<attempt>/; the trainer writes its record there, torchrun its
+   per-rank error files.
+3. Commit: a valid ok record from the trainer becomes results/<study>/points/<id>.json (atomic
+   rename of a checked record); anything else becomes a failed|oom|timeout|cancelled|killed record
+   with the first real cause (launch/failure.py). The committed record is never deleted by a later
+   attempt: it is replaced by that attempt's own result, or not at all.
+If the process that started the launcher dies (kill -9 of snakemake), the point's processes are
+stopped within seconds and nothing is committed. Exit code 0 whenever a record was committed: a
+failed point is data, not a crash of the study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kan import env as kan_env
+from kan import record as records
+from kan.config import LaunchSettings, Point, PointError
+
+from . import claims, commands, failure, isolation, slurm
+from .procs import ProcessTree
+
+# seconds kept back from the job's time limit to write a timeout record before the scheduler kills us
+DEADLINE_MARGIN_S = 45
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--point", required=True, help="the point as JSON (kan.config.Point.to_json)")
+    ap.add_argument("--launch", default="{}", help="launch settings as JSON (kan.config.LaunchSettings)")
+    ap.add_argument("--limits", default="{}", help="the study's limits as JSON (kan.config.Limits)")
+    ap.add_argument("--out", required=True, help="results/<study>/points/<id>.json")
+    ap.add_argument("--retry-token", default="")
+    ap.add_argument("--watch-pid", type=int, default=None,
+                    help="stop the point when this process (the snakemake that started us) dies")
+    return ap.parse_args(argv)
+
+
+def oom_kills() -> int:
+    """The kernel's OOM-kill counter (/proc/vmstat), plus cgroup v2's when present."""
+    total = 0
+    for path in (Path("/proc/vmstat"), Path("/sys/fs/cgroup/memory.events")):
+        try:
+            for line in path.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    total += int(value)
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def _say(msg: str) -> None:
+    print(f"[launch] {msg}", flush=True)
+
+
+class Launch:
+    def __init__(self, point: Point, launch: LaunchSettings, out: Path, retry_token: str, environ: dict) -> None:
+        self.point, self.launch, self.out, self.retry_token = point, launch, out, retry_token
+        self.environ = environ
+        self.job_id = environ.get("SLURM_JOB_ID")
+        self.fault = environ.get("KANSCALE_FAULT") or None
+        if self.fault not in (None, *commands.FAULTS):
+            raise ValueError(f"KANSCALE_FAULT={self.fault!r} is not one of {', '.join(commands.FAULTS)}")
+        self.folder = out.parent.parent / "attempts" / point.id
+        self.claim_path = self.folder / "claim.json"
+        self.claim = claims.new_claim(self.job_id, records.now_utc())
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        self.attempt_dir = self.folder / f"{stamp}-{self.claim.token}"
+        self.t0 = time.monotonic()
+
+    def deadline_s(self) -> float:
+        return max(self.launch.runtime_min * 60 - DEADLINE_MARGIN_S - (time.monotonic() - self.t0), 30)
+
+    def run(self, watch_pid: int | None) -> int:
+        p = self.point
+        holder = claims.acquire(self.claim_path, self.claim, wait_s=self.deadline_s(), say=print)
+        if holder is not None:
+            _say(f"point {p.id} is still being measured by {holder.describe()}; not starting a duplicate. "
+                 f"Run the workflow again when it has ended.")
+            return 3
+        try:
+            adopted = self._adopt_finished_duplicate()
+            if adopted:
+                return 0
+            return self._measure(watch_pid)
+        finally:
+            claims.release(self.claim_path, self.claim)
+
+    def _adopt_finished_duplicate(self) -> bool:
+        """A live earlier attempt we waited for may have committed an ok record of this point while we
+        waited: keep it (stamped with our retry token) instead of measuring again."""
+        try:
+            rec = records.read(self.out, self.point.id)
+        except records.InvalidRecord:
+            return False
+        finished = rec.get("finished_utc", "")
+        if rec["status"] != "ok" or finished < self.claim.started_utc:
+            return False
+        rec.setdefault("launch", {})["retry_token"] = self.retry_token
+        records.write(self.out, rec)
+        _say(f"point {self.point.id}: an earlier attempt finished it while we waited; kept its record")
+        return True
+
+    def _commands(self, trainer_out: Path) -> tuple[list[tuple[list[str], dict]], dict]:
+        if self.job_id:
+            job = slurm.job_info(self.job_id)
+            hosts = slurm.hostnames(job["NodeList"])
+            cmds = commands.slurm_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.job_id,
+                                           hosts, self.fault)
+            return cmds, isolation.slurm_snapshot(self.job_id, job, hosts)
+        cmds = commands.local_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.fault)
+        return cmds, isolation.local_snapshot(os.getpid())
+
+    def _measure(self, watch_pid: int | None) -> int:
+        p, launch = self.point, self.launch
+        self.attempt_dir.mkdir(parents=True, exist_ok=True)
+        trainer_out = self.attempt_dir / "trainer.json"
+        try:
+            cmds, isolated = self._commands(trainer_out)
+        except (OSError, RuntimeError, KeyError, ValueError, subprocess.SubprocessError) as e:
+            # scontrol failed, or the job has the wrong node count
+            return self._commit(records.failure(p.to_json(), "failed", f"could not build the launch command: "
+                                                f"{type(e).__name__}: {e} (log: {self._log_path()})"), None, {})
+        if self.fault:
+            _say(f"KANSCALE_FAULT={self.fault}: fault injection for tests")
+        threads = str(p.placement.threads_per_rank)
+        env = {**self.environ, "OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+        launch_cmd = " & ".join(shlex.join(c) for c, _ in cmds)
+        env["KANSCALE_LAUNCH_CMD"] = launch_cmd
+        deadline = self.deadline_s()
+        _say(f"point {p.id}: {len(cmds)} command(s), deadline {deadline:.0f} s, attempt {self.attempt_dir.name}")
+        for c, extra in cmds:
+            _say(" ".join(f"{k}={v}" for k, v in extra.items() if k != kan_env.SLURM_REQUEST) + " " + shlex.join(c))
+        if isolated["contended"]:
+            _say("contended: " + "; ".join(isolated["reasons"]))
+        watch_start = claims.process_start(watch_pid) if watch_pid else None
+        oom_before = oom_kills()
+        with claims.Heartbeat(self.claim_path, self.claim):
+            outcome = ProcessTree(cmds, env).run(deadline, watch_pid, watch_start)
+        oom_killed = oom_kills() > oom_before
+        if outcome.watched_died:
+            self._note_attempt("cancelled", f"the process that started this point (pid {watch_pid}) died; "
+                                            f"stopped the point, nothing committed")
+            _say(f"pid {watch_pid} (snakemake) is gone: stopped the point's processes, committed nothing")
+            return 1
+        rec = None
+        if not (outcome.timed_out or outcome.stop_signal):
+            try:
+                rec = records.read(trainer_out, p.id)
+            except records.InvalidRecord as e:
+                _say(f"no usable trainer record ({e})")
+        if rec is None or rec["status"] != "ok":
+            status, reason = failure.classify(
+                timed_out=outcome.timed_out, stop_signal=outcome.stop_signal, trainer=rec,
+                errors=failure.read_error_files(self.attempt_dir), exit_codes=outcome.exit_codes,
+                log_lines=outcome.tail, oom_killed=oom_killed, log_path=self._log_path(),
+                runtime_min=launch.runtime_min, first_error_code=outcome.first_error_code)
+            rec = records.failure(p.to_json(), status, reason, world_size=p.placement.world_size,
+                                  num_nodes=p.placement.nodes,
+                                  provenance={"launch_command": launch_cmd, "slurm": {"slurm_job_id": self.job_id}})
+        return self._commit(rec, outcome, isolated)
+
+    def _commit(self, rec: dict, outcome, isolated: dict) -> int:
+        rec["launch"] = {"retry_token": self.retry_token, "attempt": self.attempt_dir.name,
+                         "claim": self.claim.describe(), "exit_codes": outcome.exit_codes if outcome else [],
+                         "wall_s": outcome.wall_s if outcome else 0.0, "settings": self.launch.to_json(),
+                         "isolation": isolated}
+        if not claims.holds(self.claim_path, self.claim):  # cannot happen unless someone removed our claim
+            _say("lost the point's claim while it ran: committing nothing")
+            return 1
+        records.write(self.out, rec)
+        self._note_attempt(rec["status"], rec.get("reason") or "")
+        wall = f" (wall {outcome.wall_s:.1f} s)" if outcome else ""
+        _say(f"point {self.point.id} recorded as {rec['status']}"
+             + (f": {rec['reason']}" if rec.get("reason") else "") + wall)
+        return 0
+
+    def _log_path(self) -> str:
+        """The point's log, as the workflow names it (results/<study>/logs/<id>.log)."""
+        return str(self.out.parent.parent / "logs" / f"{self.point.id}.log")
+
+    def _note_attempt(self, status: str, reason: str) -> None:
+        """A line of history next to the attempt's files (the committed record is in points/)."""
+        self.attempt_dir.mkdir(parents=True, exist_ok=True)
+        records.write(self.attempt_dir / "outcome.json", {"status": status, "reason": reason,
+                                                          "finished_utc": records.now_utc()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        point = Point.from_json({**json.loads(args.point), "limits": json.loads(args.limits)})
+        launch = LaunchSettings.from_json(json.loads(args.launch))
+    except (ValueError, PointError) as e:
+        print(f"[launch] bad --point/--launch: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if out.stem != point.id:
+        print(f"[launch] --out {out} does not name point {point.id}", file=sys.stderr)
+        return 2
+    return Launch(point, launch, out, args.retry_token, dict(os.environ)).run(args.watch_pid)

@@ -1,0 +1,60 @@
+"""Small wrappers around scontrol and squeue (each call bounded by a timeout)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+TIMEOUT_S = 60
+# the executor plugin's job comment: rule_<rule>_wildcards_<wildcard values joined by _>
+COMMENT_PREFIX = "rule_measure_point_wildcards_"
+
+
+def _run(*args: str) -> str:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=TIMEOUT_S, check=True).stdout
+
+
+def job_info(job_id: str) -> dict:
+    """The job's fields from `scontrol show job -o` (NodeList, NumNodes, OverSubscribe, ...)."""
+    out = _run("scontrol", "show", "job", "-o", job_id)
+    # one line of Key=Value pairs; values have no spaces except Command=/WorkDir= paths at the end
+    return dict(m.groups() for m in re.finditer(r"(\S+?)=(\S*)", out))
+
+
+def hostnames(nodelist: str) -> list[str]:
+    return _run("scontrol", "show", "hostnames", nodelist).split()
+
+
+def jobs_on_nodes(hosts: list[str]) -> list[dict]:
+    try:
+        out = _run("squeue", "-h", "-w", ",".join(hosts), "-o", "%i|%u|%T|%j")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = [ln.split("|", 3) for ln in out.splitlines() if ln.count("|") == 3]
+    return [{"job_id": r[0], "user": r[1], "state": r[2], "name": r[3]} for r in rows]
+
+
+def available() -> bool:
+    return shutil.which("squeue") is not None
+
+
+def point_jobs(study: str) -> dict[str, dict]:
+    """{point id: {job_id, state, reason, submitted}} of this user's pending or running measure_point jobs
+    of `study`, from squeue (the plugin's job comment names the rule and the wildcards). {} without
+    squeue or when it fails: then nothing is known to be running."""
+    if not available():
+        return {}
+    try:
+        out = _run("squeue", "--me", "-h", "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",
+                   "-o", "%i|%T|%k|%r|%V")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    prefix = f"{COMMENT_PREFIX}{study}_"
+    jobs = {}
+    for ln in out.splitlines():
+        parts = ln.split("|", 4)
+        if len(parts) == 5 and parts[2].startswith(prefix):
+            jobs[parts[2][len(prefix):]] = {"job_id": parts[0], "state": parts[1], "reason": parts[3],
+                                            "submitted": parts[4]}
+    return jobs
