@@ -119,7 +119,7 @@ def model_lines(model_json: dict | None) -> list[tuple[str, str, list[dict], str
 def _draw_model(ax, lines, key: str, scale: float = 1.0) -> list[float]:
     """Dashed model lines with their bootstrap band; returns the x values drawn."""
     xs_all = []
-    for model, cls, preds, err in lines:
+    for _, cls, preds, err in lines:
         xs = [r["world_size"] for r in preds]
         ys = [scale * r[key]["value"] for r in preds]
         color = PLACEMENT_COLORS.get(cls, "0.5")
@@ -199,7 +199,7 @@ def plot_loss_curves(curves: pd.DataFrame | None, strong: pd.DataFrame) -> tuple
     for ax, model in zip(axes[0], models):
         g = c[c["model"] == model]
         seen = set()
-        for (pid, rep), run in g.groupby(["point_id", "rep"]):
+        for _, run in g.groupby(["point_id", "rep"]):
             run = run.sort_values("step")
             p, ddp = int(run["world_size"].iloc[0]), bool(run["ddp"].iloc[0])
             label = f"p={p} ({run['placement_class'].iloc[0]})" if ddp else "p=1 non-DDP"

@@ -226,7 +226,7 @@ def comm_table(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("intra_samples_per_s", "inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo",
               "inter_vs_intra_loss_pct_ci_hi", "intra_n_ok"):
         t[c] = math.nan
-    for (model, p), g in t.groupby(["model", "world_size"]):
+    for _, g in t.groupby(["model", "world_size"]):
         intra = g[(g["placement_class"] == INTRA) & (g["n_ok"] > 0) & g["ddp"].astype(bool)]
         if intra.empty:
             continue
