@@ -165,8 +165,10 @@ def test_memory_two_widths_or_cpu_rss_are_not_extrapolated():
 
 def test_deployment_recommendation_from_the_model():
     df = study()
+    df = df[df["experiment"] != "comm"]  # intra-node only, with a sweep at 2 and 4 ranks: every class validated
+    sweep = allreduce_sweep(topologies=((1, 2, "intra-node"), (1, 4, "intra-node")))
     th = {**TH, "model_max_mape_pct": 1000}
-    model = build_model(clean(df), clean_allreduce(allreduce_sweep()), th)
+    model = build_model(clean(df), clean_allreduce(sweep), th)
     (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
     assert g["id"] == "deploy-kan-bspline [2,64,1]" and g["status"] == "advice"
     assert "fastest with predicted efficiency ≥ 75%" in g["text"] and "fewest GPU-hours" in g["text"]
@@ -175,6 +177,16 @@ def test_deployment_recommendation_from_the_model():
     th = {**TH, "model_max_mape_pct": 0.001}
     (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
     assert g["status"] == "inconclusive" and "LOO MAPE" in g["settle"]
+
+
+def test_recommendation_is_inconclusive_while_a_compared_class_is_untested():
+    # the study's inter-node class has one world size (2) and its sweep only there: holding p = 2 out
+    # leaves no inter-node data, so its predictions are untested and the choice between classes is too
+    df = study()
+    th = {**TH, "model_max_mape_pct": 1000}
+    model = build_model(clean(df), clean_allreduce(allreduce_sweep()), th)
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    assert g["status"] == "inconclusive" and "inter-node" in g["settle"] and "three or more world sizes" in g["settle"]
 
 
 def test_empty_tables():

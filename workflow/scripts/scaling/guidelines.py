@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from .columns import SIMULATED, model_family
+from .columns import REAL_PLACEMENTS, SIMULATED, model_family
 from .stats import linear_fit
 
 GIB = 2**30
@@ -436,8 +436,10 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
                 f"{pick(fastest) if fastest else 'none'}; fewest GPU-hours: {pick(cheapest)}.")
         if rec.get("not_considered"):
             text += " Not considered: " + "; ".join(rec["not_considered"]) + "."
-        vals = {cls: e.get("validation", {}) for cls, e in m["placements"].items() if "validation" in e
-                and cls in {c["placement_class"] for c in (fastest, cheapest) if c}}
+        # every class the choice compared, not only the winners': an untested prediction for 8 ranks
+        # decides "1 rank is fastest" as much as the 1-rank prediction does
+        vals = {cls: e["validation"] for cls, e in m["placements"].items()
+                if e.get("predictions") and cls in REAL_PLACEMENTS}
         bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
         if bad:
             settle = "; ".join(
