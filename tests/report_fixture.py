@@ -4,23 +4,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scaling.columns import clean, clean_allreduce
 from scaling.guidelines import compute_guidelines
+from scaling.perfmodel import build_model
 from scaling.plots import load_reference, plot_figures
 from scaling.render import render_report
 from scaling.tables import compute_tables
-from scaling_data import study
+from scaling_data import allreduce_sweep, loss_curves, study
 
 REFERENCE = Path(__file__).resolve().parents[1] / "workflow" / "report" / "reference"
 REPORT = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20,
-          "reference": "seed-paper-a100"}
+          "reference": "seed-paper-a100", "min_repeats": 2, "target_loss": None, "target_loss_factor": 1.5,
+          "predict_max_factor": 8, "max_gpus_per_node": 8, "model_max_mape_pct": 25, "bootstrap_samples": 40}
 PROVENANCE = {"hostnames": ["node<1>"], "device_types": ["cpu"], "torch": ["2.13.0+cpu"], "cuda": [], "nccl": [],
               "git": ["9ede84170b6b (dirty)"], "slurm_job_ids": ["4242"], "num_records": 20}
 
 
 def render(tmp: Path, measurements=None, with_figures: bool = True) -> str:
-    tables = compute_tables(study() if measurements is None else measurements)
+    """The hand-built study with loss curves and an all-reduce sweep (or `measurements` alone)."""
+    df = study() if measurements is None else measurements
+    curves = loss_curves(df) if measurements is None else None
+    sweep = allreduce_sweep() if measurements is None else None
     thresholds = {k: v for k, v in REPORT.items() if k != "reference"}
-    guidelines = compute_guidelines(tables, thresholds)
+    tables = compute_tables(df, curves, sweep, thresholds)
+    tables["model"] = build_model(clean(df), clean_allreduce(sweep), thresholds)
+    tables["loss_curves"] = curves
+    guidelines = compute_guidelines(tables, thresholds, tables["model"])
     reference = load_reference(REFERENCE)
     figs = tmp / "plots"
     manifest = plot_figures(tables, figs, reference, thresholds) if with_figures else {}

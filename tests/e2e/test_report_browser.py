@@ -72,7 +72,7 @@ def test_report_in_headless_chromium(browser, tmp_path):
     images = re.search(r'data-images="(\d+):(\d+)"', text)
     assert images, "the page's load event did not fire"
     total, decoded = map(int, images.groups())
-    assert total == 5 and decoded == total, f"{decoded} of {total} inline figures decoded"
+    assert total == 7 and decoded == total, f"{decoded} of {total} inline figures decoded"
     assert "<script>alert(1)</script>" not in text  # the escaped failure reason stayed text
 
     shot = tmp_path / "report.png"

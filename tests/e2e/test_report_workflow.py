@@ -1,6 +1,7 @@
 """The analysis and report rules under Snakemake, on synthetic point records (no training): a copy of
 the workflow gets one record per planned point of config/local.yaml (one of them failed, with markup in
-its reason) and Snakemake builds measurements.csv -> tables -> figures -> guidelines -> report.html."""
+its reason) and Snakemake builds measurements.csv -> tables, model.json -> figures -> guidelines ->
+report.html. The records carry no loss curves and no all-reduce sweep: those sections say so."""
 
 import copy
 import json
@@ -73,22 +74,32 @@ def test_workflow_builds_report(workdir):
     exe = Path(sys.executable).with_name("snakemake")
     # the records exist and are never re-measured: only what is downstream of them runs
     res = subprocess.run([str(exe), "--profile", "profiles/local", "--rerun-triggers", "mtime",
-                          "--allowed-rules", "collect_measurements", "compute_tables", "plot_figures",
+                          "--allowed-rules", "collect_measurements", "compute_tables", "fit_model", "plot_figures",
                           "compute_guidelines", "render_report", "all", "--cores", "2"],
                          cwd=workdir, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert res.returncode == 0, res.stderr[-4000:]
     html = (workdir / "reports/local/report.html").read_text()
-    for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
+    for sid in ("summary", "strong", "weak", "comm", "model_size", "model", "guidelines"):
         assert f'<section id="{sid}">' in html
     assert "&lt;b&gt;rank 0&lt;/b&gt; exited" in html and "<b>rank 0</b>" not in html
+    # no loss curves and no all-reduce sweep in these records: 5 figures, 2 placeholders
     assert html.count('<img src="data:image/png;base64,') == 5
+    assert "no loss curve recorded" in html and "no all-reduce sweep measured" in html
+    assert "not enough world sizes to fit (have 2, need 3)" in html  # local.yaml: world sizes 1 and 2
     g = json.loads((workdir / "results/local/guidelines.json").read_text())["guidelines"]
     strong = next(x for x in g if x["id"].startswith("strong-efficiency"))
-    # synthetic Amdahl 10% serial: efficiency at 2 ranks = 1 / (2 * (0.1 + 0.45)) = 90.9% -> 2 ranks
+    # synthetic Amdahl 10% serial: efficiency at 2 ranks = 1 / (2 * (0.1 + 0.45)) = 90.9% -> 2 ranks;
+    # 2 repeats of a point against min_repeats 3: inconclusive, one more repeat settles it
     assert strong["numbers"]["chosen_world_size"] == 2
     assert strong["numbers"]["efficiency_by_world_size"]["2"] == pytest.approx(1 / 1.1, rel=0.02)
+    assert strong["status"] == "inconclusive" and "1 more repeat" in strong["settle"]
     inter = next(x for x in g if x["id"].startswith("inter-node"))
-    assert inter["numbers"]["loss_pct"] == pytest.approx(20.0, abs=1.5) and inter["numbers"]["keep_within_node"]
-    for name in ("strong", "weak", "comm", "model_size", "points"):
+    assert inter["numbers"]["loss_pct"] == pytest.approx(20.0, abs=1.5)
+    for name in ("strong", "weak", "comm", "model_size", "points", "allreduce_sizes"):
         assert (workdir / f"results/local/{name}.csv").stat().st_size > 0
+    model = json.loads((workdir / "results/local/model.json").read_text())
+    for m in model["models"].values():
+        for entry in m["placements"].values():
+            v = entry.get("validation")
+            assert v is None or v["loo_mape_pct"] is not None or v["reason"]

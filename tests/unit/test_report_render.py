@@ -6,7 +6,8 @@ import pytest
 from report_fixture import render
 from scaling_data import frame, row
 
-SECTIONS = ("run", "strong", "weak", "comm", "model_size", "method", "guidelines")
+SECTIONS = ("summary", "run", "strong", "weak", "comm", "model_size", "model", "method", "guidelines")
+NUM_FIGURES = 7  # strong speedup, strong efficiency, loss curves, weak, comm, all-reduce, model size
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_self_contained(html):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "<link" not in html and "@import" not in html
     imgs = re.findall(r'<img src="([^"]+)"', html)
-    assert len(imgs) == 5 and all(src.startswith("data:image/png;base64,") for src in imgs)
+    assert len(imgs) == NUM_FIGURES and all(src.startswith("data:image/png;base64,") for src in imgs)
 
 
 def test_counts_provenance_and_reference(html):
@@ -45,10 +46,24 @@ def test_missing_data_become_placeholders(tmp_path):
     df = frame([row("strong", 1, 1, status="failed", reason="oom"), row("weak", 1, 1, status="missing")])
     out = render(tmp_path, df)
     assert "<img" not in out
-    assert out.count('class="placeholder figure-missing"') == 5
+    assert out.count('class="placeholder figure-missing"') == NUM_FIGURES
     assert "Not enough data" in out
     for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
         assert f'<section id="{sid}">' in out
+
+
+def test_fits_model_and_time_to_target_sections(html):
+    # strong: 3 world sizes -> fitted; weak: 2 -> the exact refusal
+    assert "Scaling-law fits (a model, not a measurement)" in html and "σ at its lower bound 0" in html
+    assert "not enough world sizes to fit (have 2, need 3)" in html
+    model = re.search(r'<section id="model">(.*?)</section>', html, re.S).group(1)
+    assert "predictions, not measurements" in model and "Model error: LOO MAPE" in model
+    assert 'class="data model-predictions"' in model and "extrapolated" in model
+    assert "model-predictions" not in re.search(r'<section id="strong">(.*?)</section>', html, re.S).group(1)
+    assert "time to target s" in html and "1.5 × the final training loss" in html
+    assert "All-reduce sweep (busbw)" in html and 'id="table-allreduce"' in html
+    assert "efficiency vs non-DDP" in html and "non-DDP 1-GPU run" in html
+    assert "Seed-paper overlay off" in html  # the hand-built study is not the paper's workload
 
 
 def test_no_nan_cells(html):

@@ -1,38 +1,70 @@
-"""Guideline rules on hand-built measurements: each fires or not, cites its numbers, or says what's missing."""
+"""Guideline rules on hand-built measurements: each gives advice, says "inconclusive" with what would
+settle it, or says what is missing; never mixes experiments; never draws topology advice from ranks
+that shared one host."""
 
 import pytest
-from scaling.guidelines import compute_guidelines
+from scaling.columns import clean, clean_allreduce
+from scaling.guidelines import compute_guidelines, more_repeats, side
+from scaling.perfmodel import build_model
 from scaling.tables import compute_tables
-from scaling_data import frame, row, study
+from scaling_data import allreduce_sweep, frame, row, study
 
-TH = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20}
+TH = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20, "min_repeats": 2,
+      "bootstrap_samples": 20}
 
 
 def by_prefix(gs, prefix):
     return [g for g in gs if g["id"].startswith(prefix)]
 
 
-def guidelines(df, **th):
-    return compute_guidelines(compute_tables(df), {**TH, **th})
+def guidelines(df, model=None, **th):
+    th = {**TH, **th}
+    return compute_guidelines(compute_tables(df, thresholds=th), th, model)
 
 
-def test_every_guideline_has_text_rule_numbers():
+def test_every_guideline_has_text_rule_numbers_status():
     for g in guidelines(study()):
         assert g["text"] and g["rule"] and isinstance(g["numbers"], dict)
-        assert g["status"] in ("advice", "not_enough_data")
+        assert g["status"] in ("advice", "inconclusive", "not_enough_data")
+        assert ("settle" in g) == (g["status"] == "inconclusive")
 
 
-def test_strong_efficiency_chooses_world_size():
+def test_strong_efficiency_chooses_world_size_with_its_ci():
     (g,) = by_prefix(guidelines(study()), "strong-efficiency")
     assert g["status"] == "advice" and g["numbers"]["chosen_world_size"] == 2
     assert g["numbers"]["efficiency_by_world_size"] == {"1": 1.0, "2": 0.9, "4": 0.6}
-    assert "2 ranks" in g["text"] and "90.0% at 2" in g["text"] and "60.0% at 4" in g["text"]
-    # a lower threshold admits 4 ranks
+    assert "2 ranks" in g["text"] and "90.0% [95% CI" in g["text"] and "60.0% [95% CI" in g["text"]
+    # a lower threshold admits 4 ranks (its CI [51.7%, 68.3%] is above 50%)
     (g,) = by_prefix(guidelines(study(), efficiency_threshold=0.5), "strong-efficiency")
     assert g["numbers"]["chosen_world_size"] == 4 and "largest world size measured" in g["text"]
-    # a threshold above every point: stay at the baseline
+    # 95% lies inside the CI at 2 ranks [76.9%, 103.1%]: the data do not decide
     (g,) = by_prefix(guidelines(study(), efficiency_threshold=0.95), "strong-efficiency")
-    assert g["numbers"]["chosen_world_size"] == 1 and "no world size above 1" in g["text"]
+    assert g["status"] == "inconclusive"
+    # clearly below at every world size: stay at the baseline
+    df = frame([row("strong", 1, 1, r, 1000.0 + r) for r in range(2)] + [row("strong", 1, 2, r, 1000.0 + r) for r in range(2)])
+    (g,) = by_prefix(guidelines(df), "strong-efficiency")
+    assert g["status"] == "advice" and g["numbers"]["chosen_world_size"] == 1 and "no world size above 1" in g["text"]
+
+
+def test_wide_ci_makes_the_guideline_inconclusive():
+    # repeats 1000 and 1900 at 2 ranks: efficiency 0.725 with a t-based CI of about +-0.6 straddles 75%
+    df = frame([row("strong", 1, 1, 0, 1000.0), row("strong", 1, 1, 1, 1000.0),
+                row("strong", 1, 2, 0, 1000.0), row("strong", 1, 2, 1, 1900.0)])
+    (g,) = by_prefix(guidelines(df), "strong-efficiency")
+    assert g["status"] == "inconclusive" and g["text"].startswith("Inconclusive:")
+    assert "→" not in g["text"]  # no advice
+    assert "more repeat" in g["settle"] and "1x2" in g["settle"]
+    lo, hi = g["numbers"]["efficiency_ci_by_world_size"]["2"]
+    assert lo < 0.75 < hi
+
+
+def test_too_few_repeats_is_inconclusive_with_how_many_more():
+    (g,) = by_prefix(guidelines(study(), min_repeats=3), "strong-efficiency")
+    assert g["status"] == "inconclusive" and "run 1 more repeat of 1x2" in g["settle"]
+    assert more_repeats(2, 0.9, 0.8, 1.0, 0.75, 3) == 1
+    # CI half-width 0.2 around 0.8, gap 0.05: n grows by (0.2 / 0.05)^2 = 16 -> 4 * 16 - 4 = 60 more
+    assert more_repeats(4, 0.8, 0.6, 1.0, 0.75, 3) == 60
+    assert side(0.8, 0.6, 1.0, 0.75) == "straddles" and side(0.9, 0.8, 1.0, 0.75) == "above"
 
 
 def test_strong_not_enough_data():
@@ -41,12 +73,29 @@ def test_strong_not_enough_data():
     assert g["status"] == "not_enough_data" and g["text"].startswith("Not enough data")
 
 
-def test_inter_node_rule_fires_and_not():
+def test_inter_node_rule_with_ci():
     (g,) = by_prefix(guidelines(study()), "inter-node")
-    assert g["numbers"]["loss_pct"] == pytest.approx(20.0) and g["numbers"]["keep_within_node"] is True
-    assert "keep jobs within one node" in g["text"] and "1,360 vs 1,700" in g["text"]
+    assert g["status"] == "advice" and g["numbers"]["loss_pct"] == pytest.approx(20.0)
+    assert g["numbers"]["keep_within_node"] is True and "keep jobs within one node" in g["text"]
+    lo, hi = g["numbers"]["loss_pct_ci"]
+    assert 10 < lo < 20 < hi
+    # a threshold inside the CI: inconclusive, no advice either way
     (g,) = by_prefix(guidelines(study(), inter_node_penalty_pct=25), "inter-node")
-    assert g["numbers"]["keep_within_node"] is False and "spreading over nodes is fine" in g["text"]
+    assert g["status"] == "inconclusive" and "keep_within_node" not in g["numbers"]
+
+
+def test_simulated_inter_node_is_labelled_and_gives_no_topology_advice():
+    # two "nodes" whose ranks all ran on one host (num_hosts 1)
+    df = frame([row("comm", 1, 2, r, 1700.0 + r) for r in range(2)]
+               + [row("comm", 2, 1, r, 1000.0 + r, num_hosts=1, exposed_comm_pct=40.0) for r in range(2)])
+    tables = compute_tables(df, thresholds=TH)
+    assert set(tables["comm"]["placement_class"]) == {"intra-node", "simulated inter-node (one host)"}
+    gs = compute_guidelines(tables, TH)
+    (g,) = by_prefix(gs, "inter-node")
+    assert g["status"] == "not_enough_data" and "simulated inter-node (one host)" in g["text"]
+    assert "keep jobs" not in g["text"] and "spreading" not in g["text"]
+    (share,) = by_prefix(gs, "comm-share-comm")
+    assert "2x1 (simulated inter-node (one host))" in share["text"]
 
 
 def test_inter_node_not_enough_data():
@@ -55,70 +104,91 @@ def test_inter_node_not_enough_data():
     assert g["status"] == "not_enough_data"
 
 
-def test_comm_share():
-    (g,) = by_prefix(guidelines(study()), "comm-share")
-    assert g["numbers"]["num_points_over"] == 2 and "strong 1x4 (30.0%)" in g["text"]
-    (g,) = by_prefix(guidelines(study(), comm_share_pct=50), "comm-share")
-    assert g["numbers"]["num_points_over"] == 0 and "stays ≤ 50%" in g["text"]
-    (g,) = by_prefix(guidelines(frame([row("strong", 1, 1)])), "comm-share")
+def test_comm_share_per_experiment():
+    gs = guidelines(study())
+    (strong,) = by_prefix(gs, "comm-share-strong")
+    assert strong["numbers"]["num_points_over"] == 1 and "1x4 30.0%" in strong["text"]
+    (comm,) = by_prefix(gs, "comm-share-comm")
+    assert comm["numbers"]["num_points_over"] == 1 and "2x1" in comm["text"] and "1x4" not in comm["text"]
+    (g,) = by_prefix(guidelines(frame([row("strong", 1, 1)])), "comm-share-strong")
     assert g["status"] == "not_enough_data"
 
 
-def test_per_rank_batch_falls_off():
-    # at 2 ranks: per-rank batch 64 reaches 400 samples/s per rank, 256 reaches 1000 -> 64 is too small
-    df = frame([row("strong", 1, 2, samples_per_s=800.0, batch_per_rank=64),
-                row("weak", 1, 2, samples_per_s=2000.0, batch_per_rank=256),
-                row("weak", 1, 1, samples_per_s=1000.0, batch_per_rank=256)])
-    (g,) = by_prefix(guidelines(df), "per-rank-batch")
-    assert g["numbers"]["falls_off_at_batch"] == 64 and g["numbers"]["min_good_batch"] == 256
-    assert g["numbers"]["relative_to_best"]["64"] == pytest.approx(0.4)
+def test_per_rank_batch_within_one_experiment():
+    # strong scaling at a fixed global batch: per-rank batch 512, 256, 128 at 1, 2, 4 ranks; compute-only
+    # per-rank throughput b / no_sync step = 1111, 1000, 667 -> 128 is 60% of the best (< 75%)
+    (g,) = by_prefix(guidelines(study()), "per-rank-batch-strong")
+    assert g["numbers"]["falls_off_at_batch"] == 128 and g["numbers"]["min_good_batch"] == 256
+    assert g["numbers"]["relative_to_best"]["128"] == pytest.approx(0.6)
     assert "keep the per-rank batch ≥ 256" in g["text"]
 
 
-def test_per_rank_batch_not_enough_data():
-    df = frame([row("strong", 1, 2, batch_per_rank=256), row("weak", 1, 2, batch_per_rank=256)])
-    (g,) = by_prefix(guidelines(df), "per-rank-batch")
-    assert g["status"] == "not_enough_data"
+def test_per_rank_batch_refuses_to_mix_experiments():
+    # the old rule compared these two (strong b = 64 vs weak b = 256 at 2 ranks); one batch per
+    # experiment leaves nothing to compare
+    df = frame([row("strong", 1, 2, samples_per_s=800.0, batch_per_rank=64),
+                row("weak", 1, 2, samples_per_s=2000.0, batch_per_rank=256),
+                row("weak", 1, 1, samples_per_s=1000.0, batch_per_rank=256)])
+    gs = by_prefix(guidelines(df), "per-rank-batch")
+    assert [g["status"] for g in gs] == ["not_enough_data", "not_enough_data"]
+    assert all("not compared" in g["text"] for g in gs)
 
 
-def test_memory():
-    (g,) = by_prefix(guidelines(study()), "memory")
+def _cuda_sweep(widths, peak, reps=2):
+    return frame([row("model_size", 1, 1, r, 1000.0, hidden_width=w, num_params=84 * w, peak_mem_bytes=peak(w) + r,
+                      mem_kind="cuda_max_allocated") for w in widths for r in range(reps)])
+
+
+def test_memory_extrapolates_cuda_peaks_at_most_4x():
+    # peak = 1e6 B + 400 B per parameter (84 params per unit width); largest measured 84 * 256 = 21,504 params
+    (g,) = by_prefix(guidelines(_cuda_sweep((32, 64, 128, 256), lambda w: 1e6 + 400 * 84 * w)), "memory")
     n = g["numbers"]
-    assert n["largest_width"] == 128 and n["num_params"] == 10790
-    assert n["params_per_gb"] == pytest.approx(10790 / 0.26, rel=1e-4)
-    # 2.0e8 B at width 32, 2.6e8 B at 128: 625,000 B per unit width
-    assert n["bytes_per_unit_width"] == pytest.approx(625000.0)
-    assert n["max_width_fitting_gb"]["16"] == int((16e9 - (2.0e8 - 32 * 625000)) / 625000)
+    assert g["status"] == "advice" and n["bytes_per_param"] == pytest.approx(400, rel=1e-3)
+    assert n["r2"] == pytest.approx(1.0) and n["largest_params"] == 21504
+    # 16 GB would hold ~40M parameters, far beyond 4 x 21,504: not extrapolated
+    assert n["max_params_fitting_gb"] == {"16": None, "40": None, "80": None}
+    assert "beyond what this line may extrapolate" in g["text"] and "R²" in g["text"]
+    # a slope steep enough that 16 GB is reached within 4x: the number is given
+    (g,) = by_prefix(guidelines(_cuda_sweep((32, 64, 128, 256), lambda w: 1e6 + 2e5 * 84 * w)), "memory")
+    assert g["numbers"]["max_params_fitting_gb"]["16"] == pytest.approx((16e9 - 1e6) / 2e5, abs=2)
 
 
-def test_memory_flat_and_missing():
-    flat = frame([row("model_size", 1, 1, hidden_width=32, peak_mem_bytes=3e8),
-                  row("model_size", 1, 1, hidden_width=128, peak_mem_bytes=3e8)])
-    (g,) = by_prefix(guidelines(flat), "memory")
-    assert "does not grow measurably" in g["text"]
+def test_memory_two_widths_or_cpu_rss_are_not_extrapolated():
+    (g,) = by_prefix(guidelines(_cuda_sweep((32, 128), lambda w: 1e6 + 400 * 84 * w)), "memory")
+    assert g["status"] == "inconclusive" and "measure 1 more width" in g["settle"]
+    (g,) = by_prefix(guidelines(study()), "memory")  # the study's peaks are CPU RSS
+    assert g["status"] == "not_enough_data" and "no memory limit is extrapolated" in g["text"]
+    assert "max_params_fitting_gb" not in g["numbers"] and "0.242 GiB at width 128" in g["text"]
     (g,) = by_prefix(guidelines(frame([row("model_size", 1, 1, status="missing")])), "memory")
     assert g["status"] == "not_enough_data"
+
+
+def test_deployment_recommendation_from_the_model():
+    df = study()
+    df = df[df["experiment"] != "comm"]  # intra-node only, with a sweep at 2 and 4 ranks: every class validated
+    sweep = allreduce_sweep(topologies=((1, 2, "intra-node"), (1, 4, "intra-node")))
+    th = {**TH, "model_max_mape_pct": 1000}
+    model = build_model(clean(df), clean_allreduce(sweep), th)
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    assert g["id"] == "deploy-kan-bspline [2,64,1]" and g["status"] == "advice"
+    assert "fastest with predicted efficiency ≥ 75%" in g["text"] and "fewest GPU-hours" in g["text"]
+    assert "GPU-h" in g["text"] and "model error: LOO MAPE" in g["text"]
+    # a model whose held-out error exceeds the limit gives no advice
+    th = {**TH, "model_max_mape_pct": 0.001}
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    assert g["status"] == "inconclusive" and "LOO MAPE" in g["settle"]
+
+
+def test_recommendation_is_inconclusive_while_a_compared_class_is_untested():
+    # the study's inter-node class has one world size (2) and its sweep only there: holding p = 2 out
+    # leaves no inter-node data, so its predictions are untested and the choice between classes is too
+    df = study()
+    th = {**TH, "model_max_mape_pct": 1000}
+    model = build_model(clean(df), clean_allreduce(allreduce_sweep()), th)
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    assert g["status"] == "inconclusive" and "inter-node" in g["settle"] and "three or more world sizes" in g["settle"]
 
 
 def test_empty_tables():
     gs = compute_guidelines({}, TH)
     assert gs and all(g["status"] == "not_enough_data" for g in gs)
-
-
-def test_per_rank_batch_larger_batch_slower_is_not_called_too_small():
-    # at 1 rank batch 512 is slower per sample than 256: no "keep >= 512" advice, a "no gain above 256" note
-    df = frame([row("strong", 1, 1, samples_per_s=1000.0, batch_per_rank=512),
-                row("weak", 1, 1, samples_per_s=3000.0, batch_per_rank=256)])
-    (g,) = by_prefix(guidelines(df), "per-rank-batch")
-    assert g["numbers"]["falls_off_at_batch"] is None and g["numbers"]["slower_larger_batches"] == [512]
-    assert "no gain from going above 256" in g["text"]
-
-
-def test_noisy_throughput_is_flagged():
-    # repeats 1000 and 2000 at 2 ranks: t-based 95% CI half-width = 12.706 * 707.1 / sqrt 2 = 6353 (> 20% of 1500)
-    df = frame([row("strong", 1, 1, 0, 1000.0), row("strong", 1, 1, 1, 1000.0),
-                row("strong", 1, 2, 0, 1000.0), row("strong", 1, 2, 1, 2000.0)])
-    (g,) = by_prefix(guidelines(df), "strong-efficiency")
-    assert "caution: noisy" in g["text"] and g["numbers"]["max_ci_half_width_pct"] > 20
-    (g,) = by_prefix(guidelines(study()), "strong-efficiency")
-    assert "noisy" not in g["text"]

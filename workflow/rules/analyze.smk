@@ -1,4 +1,5 @@
-# Records -> tidy measurements -> the four scaling tables and the computed guidelines.
+# Records -> tidy measurements -> the scaling tables, the law fits, the performance model and the
+# computed guidelines.
 
 
 rule collect_measurements:
@@ -23,6 +24,8 @@ rule collect_measurements:
 rule compute_tables:
     input:
         measurements=rules.collect_measurements.output.measurements,
+        loss_curves=rules.collect_measurements.output.loss_curves,
+        allreduce=rules.collect_measurements.output.allreduce,
         records=get_point_records,
     output:
         points="results/{study}/points.csv",
@@ -30,14 +33,33 @@ rule compute_tables:
         weak="results/{study}/weak.csv",
         comm="results/{study}/comm.csv",
         model_size="results/{study}/model_size.csv",
+        allreduce_sizes="results/{study}/allreduce_sizes.csv",
         fits="results/{study}/fits.json",
         provenance="results/{study}/provenance.json",
     log:
         "results/{study}/logs/compute_tables.log",
+    params:
+        thresholds=get_report_thresholds,
     message:
-        "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, comm, memory"
+        "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, time to target, law fits"
     script:
         "../scripts/compute_tables.py"
+
+
+rule fit_model:
+    input:
+        measurements=rules.collect_measurements.output.measurements,
+        allreduce=rules.collect_measurements.output.allreduce,
+    output:
+        "results/{study}/model.json",
+    log:
+        "results/{study}/logs/fit_model.log",
+    params:
+        thresholds=get_report_thresholds,
+    message:
+        "model {wildcards.study}: compute + alpha-beta comm, leave-one-world-size-out validation, predictions"
+    script:
+        "../scripts/fit_model.py"
 
 
 rule compute_guidelines:
@@ -46,6 +68,7 @@ rule compute_guidelines:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        model=rules.fit_model.output[0],
     output:
         "results/{study}/guidelines.json",
     log:
@@ -53,6 +76,11 @@ rule compute_guidelines:
     params:
         thresholds=get_report_thresholds,
     message:
-        "guidelines {wildcards.study}: threshold rules over the tables"
+        "guidelines {wildcards.study}: threshold rules over the tables and the model"
     script:
         "../scripts/compute_guidelines.py"
+
+
+# seconds of numpy, like the other aggregation rules the Snakefile lists as local
+localrules:
+    fit_model,

@@ -7,6 +7,9 @@ rule plot_figures:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
+        loss_curves=rules.collect_measurements.output.loss_curves,
+        model=rules.fit_model.output[0],
     output:
         directory("results/{study}/plots"),
     log:
@@ -15,7 +18,7 @@ rule plot_figures:
         reference_dir=get_reference_dir,
         thresholds=get_report_thresholds,
     message:
-        "figures {wildcards.study}: speedup, efficiency, weak, comm, model size"
+        "figures {wildcards.study}: speedup, efficiency, loss curves, weak, comm, all-reduce, model size"
     script:
         "../scripts/plot_figures.py"
 
@@ -27,7 +30,9 @@ rule render_report:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         fits=rules.compute_tables.output.fits,
+        model=rules.fit_model.output[0],
         provenance=rules.compute_tables.output.provenance,
         figures=rules.plot_figures.output[0],
         guidelines=rules.compute_guidelines.output[0],

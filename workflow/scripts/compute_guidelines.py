@@ -1,20 +1,23 @@
-"""Snakemake script: the scaling tables -> guidelines.json (rules, texts, cited numbers)."""
+"""Snakemake script: the scaling tables and model.json -> guidelines.json (rules, texts, cited numbers)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.guidelines import compute_guidelines  # noqa: E402
-from scaling.io import read_tables, write_json  # noqa: E402
+from scaling.io import read_json, read_tables, write_json  # noqa: E402
 
 
-def main(tables: dict, thresholds: dict, out: str) -> None:
-    guidelines = compute_guidelines(read_tables(tables), thresholds)
+def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
+    guidelines = compute_guidelines(read_tables(tables), thresholds, read_json(model))
     write_json({"thresholds": thresholds, "guidelines": guidelines}, out)
-    print(f"{len(guidelines)} guidelines", file=sys.stderr)
+    counts = {s: sum(g["status"] == s for g in guidelines) for s in ("advice", "inconclusive", "not_enough_data")}
+    print(f"{len(guidelines)} guidelines: {counts}", file=sys.stderr)
 
 
 if __name__ == "__main__":
     with open(snakemake.log[0], "w") as log:  # noqa: F821
         sys.stderr = log
-        main(dict(snakemake.input.items()), snakemake.params.thresholds, snakemake.output[0])  # noqa: F821
+        inp = snakemake.input  # noqa: F821
+        main({k: inp[k] for k in ("strong", "weak", "comm", "model_size")}, inp.model,
+             snakemake.params.thresholds, snakemake.output[0])  # noqa: F821

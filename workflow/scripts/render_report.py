@@ -1,4 +1,4 @@
-"""Snakemake script: tables, figures, guidelines and provenance -> reports/<study>/report.html."""
+"""Snakemake script: tables, model, figures, guidelines and provenance -> reports/<study>/report.html."""
 
 import sys
 from pathlib import Path
@@ -7,6 +7,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.io import read_json, read_tables, write_text  # noqa: E402
 from scaling.plots import load_reference  # noqa: E402
 from scaling.render import render_report  # noqa: E402
+
+TABLES = ("points", "strong", "weak", "comm", "model_size", "allreduce_sizes", "fits", "model")
 
 
 def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference_dir: str | None,
@@ -22,6 +24,5 @@ if __name__ == "__main__":
     with open(snakemake.log[0], "w") as log:  # noqa: F821
         sys.stderr = log
         inp = snakemake.input  # noqa: F821
-        tables = {k: inp[k] for k in ("points", "strong", "weak", "comm", "model_size", "fits")}
-        main(tables, inp.figures, inp.guidelines, inp.provenance, snakemake.params.config,  # noqa: F821
+        main({k: inp[k] for k in TABLES}, inp.figures, inp.guidelines, inp.provenance, snakemake.params.config,  # noqa: F821
              snakemake.params.reference_dir, snakemake.output[0])  # noqa: F821

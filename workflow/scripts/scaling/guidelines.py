@@ -1,6 +1,12 @@
-"""Deployment guidelines: explicit rules over the scaling tables. Each guideline says what to do,
-which rule produced it and the numbers it cites; when the data do not allow a rule it says what is
-missing instead ("not enough data: needs ...").
+"""Deployment guidelines: explicit rules over the scaling tables and the performance model. Each
+guideline names its decisive quantity with its 95% CI and has a status:
+- "advice": the CI lies on one side of the threshold and every point it rests on has at least
+  report.min_repeats ok repeats;
+- "inconclusive": the CI straddles the threshold or too few repeats succeeded; `settle` says what
+  would decide it (e.g. "run 2 more repeats of 1x2"), and the text gives no advice;
+- "not_enough_data": the rule cannot be evaluated at all; the text says what is missing.
+A rule only compares points of one experiment. Points whose "nodes" all ran on one host are
+labelled "simulated inter-node (one host)" and never give topology advice.
 
 Thresholds come from the config's `report:` section (passed in as `thresholds`).
 """
@@ -11,10 +17,16 @@ import math
 
 import pandas as pd
 
+from .columns import REAL_PLACEMENTS, SIMULATED, model_family
+from .stats import linear_fit
+
 GIB = 2**30
 GB = 1e9
-# memory budgets of common accelerators, for "a width fits in Y GB" (an extrapolation of the fit)
+# memory budgets of common accelerators, for "a model up to N parameters fits in Y GB"
 BUDGETS_GB = (16, 40, 80)
+MAX_EXTRAPOLATION = 4.0  # memory is never extrapolated beyond 4x the largest measured parameter count
+MAX_MORE_REPEATS = 50  # beyond this many extra repeats the point is within noise of the threshold
+CUDA_PEAK = "cuda_max_allocated"
 
 
 def _ok(x) -> bool:
@@ -28,287 +40,454 @@ def _num(x, nd=4):
     return round(float(x), nd)
 
 
-def _topo(row) -> str:
-    return f"{int(row['nodes'])}x{int(row['gpus_per_node'])}"
+def guideline(gid: str, topic: str, status: str, text: str, rule: str, numbers: dict, settle: str | None = None) -> dict:
+    assert status in ("advice", "inconclusive", "not_enough_data"), status
+    prefix = {"advice": "", "inconclusive": "Inconclusive: ", "not_enough_data": "Not enough data: "}[status]
+    out = {"id": gid, "topic": topic, "status": status, "text": prefix + text, "rule": rule, "numbers": numbers}
+    if status == "inconclusive":
+        out["settle"] = settle or "more repeats"
+    return out
 
 
-NOISY_PCT = 20.0  # a 95% CI half-width above this % of the mean makes a guideline say it is noisy
+def topo(row) -> str:
+    """'1x2', or '2x1 (simulated inter-node (one host))' for ranks that shared one host."""
+    t = f"{int(row['nodes'])}x{int(row['gpus_per_node'])}"
+    return f"{t} ({SIMULATED})" if row.get("placement_class") == SIMULATED else t
 
 
-def _ci_pct(rows: pd.DataFrame, metric: str) -> float:
-    """Largest 95% CI half-width over the rows, as % of the mean (NaN when no row has a CI)."""
-    if f"{metric}_ci_hi" not in rows:
-        return float("nan")
-    half = 100 * (rows[f"{metric}_ci_hi"] - rows[f"{metric}_mean"]) / rows[f"{metric}_mean"]
-    half = half.dropna()
-    return float(half.max()) if len(half) else float("nan")
+def _ci(value, lo, hi, fmt="{:.1%}") -> str:
+    txt = fmt.format(value)
+    if _ok(lo) and _ok(hi):
+        txt += f" [95% CI {fmt.format(lo)}, {fmt.format(hi)}]"
+    else:
+        txt += " [no CI: one repeat]"
+    return txt
 
 
-def _noise_note(pct: float) -> str:
-    if _ok(pct) and pct > NOISY_PCT:
-        return (f" — caution: noisy, the 95% CI of the throughput reaches ±{pct:.0f}% of the mean; "
-                f"add repeats before acting on this")
-    return ""
+def side(value, lo, hi, threshold) -> str:
+    """'above' / 'below' when the whole CI is on one side of the threshold, else 'straddles'
+    (also when there is no CI: one repeat says nothing about its spread)."""
+    if not (_ok(lo) and _ok(hi)):
+        return "straddles"
+    if lo >= threshold:
+        return "above"
+    if hi < threshold:
+        return "below"
+    return "straddles"
 
 
-def guideline(gid: str, topic: str, text: str, rule: str, numbers: dict, enough: bool = True) -> dict:
-    return {"id": gid, "topic": topic, "status": "advice" if enough else "not_enough_data",
-            "text": text if enough else f"Not enough data: {text}", "rule": rule, "numbers": numbers}
+def more_repeats(n_ok: int, value, lo, hi, threshold, min_repeats: int) -> int | None:
+    """Extra repeats that would settle the point: at least up to min_repeats, and for a CI that
+    straddles, enough to shrink its half-width h below the gap g = |value - threshold|; the
+    half-width falls as 1/sqrt(n), so n_needed = n * (h / g)^2 (ignoring the smaller t quantile:
+    it errs towards more repeats). None: the value sits on the threshold."""
+    need = max(min_repeats - n_ok, 0)
+    if _ok(lo) and _ok(hi) and side(value, lo, hi, threshold) == "straddles":
+        gap, half = abs(value - threshold), (hi - lo) / 2
+        if gap == 0:
+            return None
+        need = max(need, math.ceil(n_ok * (half / gap) ** 2) - n_ok, 1)
+    elif not (_ok(lo) and _ok(hi)):
+        need = max(need, 2 - n_ok, 1)
+    return need
 
 
-def strong_efficiency(strong: pd.DataFrame, threshold: float) -> list[dict]:
-    """Largest world size whose strong-scaling efficiency is >= threshold (per model). At a world
-    size measured in several placements the best placement counts."""
-    rule = (f"largest world size p with efficiency(p) = speedup(p) / (p / p_base) >= {threshold:.0%}, "
-            f"p_base = smallest measured world size")
+def settle_text(items: list[tuple[str, int | None]]) -> str:
+    parts = []
+    for where, k in items:
+        if k is None:
+            parts.append(f"{where} sits on the threshold: no number of repeats decides it (it does not matter in practice)")
+        elif k > MAX_MORE_REPEATS:
+            parts.append(f"{where} is within noise of the threshold (> {MAX_MORE_REPEATS} more repeats needed): "
+                         f"reduce the noise (exclusive nodes, longer runs) rather than repeat")
+        else:
+            parts.append(f"run {k} more repeat{'s' if k > 1 else ''} of {where}")
+    return "; ".join(parts)
+
+
+def strong_efficiency(strong: pd.DataFrame, threshold: float, min_repeats: int) -> list[dict]:
+    """Largest world size whose strong-scaling efficiency (vs the DDP baseline) is >= threshold, per
+    model. At a world size measured in several placements the best placement counts. Decisive: the
+    chosen world size and the next larger one measured, and the baseline's repeats."""
+    rule = (f"largest world size p with efficiency(p) = speedup(p) / (p / p_base) >= {threshold:.0%} (DDP points of "
+            f"the strong experiment; p_base = smallest DDP world size); advice only when the 95% CI of each decisive "
+            f"efficiency is on one side of the threshold and each has >= {min_repeats} ok repeats")
     out = []
-    models = sorted(strong["model"].unique()) if len(strong) else []
+    t = strong[strong["ddp"].astype(bool)] if len(strong) and "ddp" in strong else strong
+    models = sorted(t["model"].unique()) if len(t) else []
     for model in models or [None]:
-        g = strong[(strong["model"] == model) & strong["efficiency"].notna()] if model else strong.iloc[0:0]
+        g = t[(t["model"] == model) & t["efficiency"].notna()] if model else t.iloc[0:0]
         gid = f"strong-efficiency-{model}" if model else "strong-efficiency"
         if g.empty or g["world_size"].nunique() < 2:
-            out.append(guideline(gid, "strong", "strong-scaling points measured (status ok) at two or more world "
-                                 f"sizes{' for ' + model if model else ''} to compute an efficiency.", rule,
-                                 {"world_sizes_measured": sorted(int(p) for p in g["world_size"].unique())},
-                                 enough=False))
+            out.append(guideline(gid, "strong", "not_enough_data",
+                                 f"strong-scaling points measured (status ok) at two or more world sizes"
+                                 f"{' for ' + model if model else ''} to compute an efficiency.", rule,
+                                 {"world_sizes_measured": sorted(int(p) for p in g["world_size"].unique())}))
             continue
         best = g.sort_values("efficiency", ascending=False).groupby("world_size", sort=True).head(1)
-        best = best.sort_values("world_size")
-        eff = {int(r["world_size"]): float(r["efficiency"]) for _, r in best.iterrows()}
-        where = {int(r["world_size"]): _topo(r) for _, r in best.iterrows()}
-        base = int(best["baseline_world_size"].iloc[0])
-        passing = [p for p, e in eff.items() if p > base and e >= threshold]
-        failing = [p for p, e in eff.items() if p > base and e < threshold]
-        listing = ", ".join(f"{eff[p]:.1%} at {p} ({where[p]})" for p in eff)
-        noise = _ci_pct(g, "samples_per_s")
-        nums = {"threshold": threshold, "baseline_world_size": base, "max_ci_half_width_pct": _num(noise, 1),
-                "efficiency_by_world_size": {str(p): _num(e) for p, e in eff.items()},
-                "placement_by_world_size": {str(p): where[p] for p in eff}}
-        if passing:
-            chosen = max(passing)
-            nums["chosen_world_size"] = chosen
-            above = [p for p in failing if p > chosen]
-            tail = (f"; beyond it efficiency drops below {threshold:.0%} (measure more world sizes between "
-                    f"{chosen} and {min(above)} to narrow it)" if above
+        best = best.sort_values("world_size").set_index("world_size", drop=False)
+        base_p = int(best["baseline_world_size"].iloc[0])
+        base = best.loc[base_p] if base_p in best.index else None
+        above = [int(p) for p, r in best.iterrows() if p > base_p and r["efficiency"] >= threshold]
+        below = [int(p) for p, r in best.iterrows() if p > base_p and r["efficiency"] < threshold]
+        chosen = max(above) if above else base_p
+        nxt = min([p for p in below if p > chosen], default=None)
+        listing = ", ".join(f"{_ci(r['efficiency'], r['efficiency_ci_lo'], r['efficiency_ci_hi'])} at {int(p)} "
+                            f"({topo(r)}, {int(r['n_ok'])} ok)" for p, r in best.iterrows() if p > base_p)
+        nums = {"threshold": threshold, "baseline_world_size": base_p, "chosen_world_size": chosen,
+                "efficiency_by_world_size": {str(int(p)): _num(r["efficiency"]) for p, r in best.iterrows()},
+                "efficiency_ci_by_world_size": {str(int(p)): [_num(r["efficiency_ci_lo"]), _num(r["efficiency_ci_hi"])]
+                                                for p, r in best.iterrows()},
+                "placement_by_world_size": {str(int(p)): topo(r) for p, r in best.iterrows()},
+                "n_ok_by_world_size": {str(int(p)): int(r["n_ok"]) for p, r in best.iterrows()}}
+        decisive = [p for p in (chosen, nxt) if p is not None and p != base_p]
+        unsure = []
+        for p in decisive:
+            r = best.loc[p]
+            s = side(r["efficiency"], r["efficiency_ci_lo"], r["efficiency_ci_hi"], threshold)
+            if s == "straddles" or r["n_ok"] < min_repeats:
+                unsure.append((topo(r), more_repeats(int(r["n_ok"]), r["efficiency"], r["efficiency_ci_lo"],
+                                                     r["efficiency_ci_hi"], threshold, min_repeats)))
+        if base is not None and base["n_ok"] < min_repeats:
+            unsure.append((f"the baseline {topo(base)}", min_repeats - int(base["n_ok"])))
+        if unsure:
+            text = (f"{model}: strong-scaling efficiency {listing} — the data do not decide which world sizes keep "
+                    f"efficiency ≥ {threshold:.0%}.")
+            out.append(guideline(gid, "strong", "inconclusive", text, rule, nums, settle_text(unsure)))
+            continue
+        if above:
+            tail = (f"; at {nxt} ranks it is below {threshold:.0%}" if nxt
                     else "; that is the largest world size measured, so larger ones may still qualify")
-            text = (f"{model}: largest world size with strong-scaling efficiency ≥ {threshold:.0%}: "
-                    f"{chosen} ranks (efficiency {listing}){tail}{_noise_note(noise)}.")
+            text = (f"{model}: largest world size with strong-scaling efficiency ≥ {threshold:.0%}: {chosen} ranks "
+                    f"(efficiency {listing}){tail}.")
         else:
-            nums["chosen_world_size"] = base
-            text = (f"{model}: no world size above {base} keeps strong-scaling efficiency ≥ {threshold:.0%} "
-                    f"({listing}) → for a fixed problem of this size, use {base} rank(s) or a larger problem"
-                    f"{_noise_note(noise)}.")
-        out.append(guideline(gid, "strong", text, rule, nums))
+            text = (f"{model}: no world size above {base_p} keeps strong-scaling efficiency ≥ {threshold:.0%} "
+                    f"({listing}) → for a fixed problem of this size, use {base_p} rank(s) or a larger problem.")
+        out.append(guideline(gid, "strong", "advice", text, rule, nums))
     return out
 
 
-def inter_node(comm: pd.DataFrame, penalty_pct: float) -> list[dict]:
-    """Inter- vs intra-node throughput at equal world size: loss > penalty_pct -> keep jobs in one node."""
-    rule = (f"loss = 100 * (intra - inter) / intra samples/s at equal world size; loss > {penalty_pct:g}% "
-            f"→ keep jobs within one node, else spreading over nodes is fine")
+def inter_node(comm: pd.DataFrame, penalty_pct: float, min_repeats: int) -> list[dict]:
+    """Multi-node vs intra-node throughput at equal world size (comm experiment): a loss above
+    penalty_pct -> keep jobs within one node. Simulated inter-node placements give no advice."""
+    rule = (f"loss = 100 × (1 − multi-node / intra-node samples/s) at equal world size (comm experiment); loss > "
+            f"{penalty_pct:g}% → keep jobs within one node, else spreading over nodes is fine; advice only when the "
+            f"loss's 95% CI is on one side of {penalty_pct:g}% and both placements have ≥ {min_repeats} ok repeats; "
+            f"never from ranks that shared one host")
     pairs = comm[comm["inter_vs_intra_loss_pct"].notna()] if len(comm) else comm
     if pairs is None or pairs.empty:
-        return [guideline("inter-node", "comm", "communication points at the same world size both within one node "
-                          "(1 x p) and across nodes (n x p/n), both with status ok.", rule,
-                          {"threshold_pct": penalty_pct}, enough=False)]
+        return [guideline("inter-node", "comm", "not_enough_data", "communication points at the same world size both "
+                          "within one node (1 x p) and across nodes (n x p/n), both with status ok.", rule,
+                          {"threshold_pct": penalty_pct})]
     out = []
     for _, r in pairs.sort_values(["model", "world_size", "nodes"]).iterrows():
-        loss = float(r["inter_vs_intra_loss_pct"])
+        loss, lo, hi = (float(r[c]) for c in ("inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo",
+                                              "inter_vs_intra_loss_pct_ci_hi"))
         p = int(r["world_size"])
-        intra, inter = float(r["intra_samples_per_s"]), float(r["samples_per_s_mean"])
-        above = loss > penalty_pct
-        if above:
-            verdict = f"above the {penalty_pct:g}% threshold → keep jobs within one node"
-        elif loss > 0:
-            verdict = f"within the {penalty_pct:g}% threshold → spreading over nodes is fine"
-        else:
-            verdict = "no inter-node penalty → spreading over nodes is fine"
-        noise = _ci_pct(comm[(comm["model"] == r["model"]) & (comm["world_size"] == p)], "samples_per_s")
-        change = f"loses {loss:.1f}%" if loss >= 0 else f"gains {-loss:.1f}%"
-        text = (f"{r['model']}: inter-node placement {_topo(r)} {change} throughput vs intra-node 1x{p} at world "
-                f"size {p} ({inter:,.0f} vs {intra:,.0f} samples/s) → {verdict}{_noise_note(noise)}.")
-        out.append(guideline(f"inter-node-{r['model']}-{_topo(r)}", "comm", text, rule,
-                             {"world_size": p, "placement": _topo(r), "loss_pct": _num(loss, 2),
-                              "inter_samples_per_s": _num(inter, 1), "intra_samples_per_s": _num(intra, 1),
-                              "threshold_pct": penalty_pct, "keep_within_node": above,
-                              "max_ci_half_width_pct": _num(noise, 1)}))
-    return out
-
-
-def comm_share(tables: dict, share_pct: float) -> list[dict]:
-    """Points (any study, world size > 1) whose median exposed communication exceeds share_pct of a step."""
-    rule = (f"exposed_comm_pct (median over repeats; synced − no_sync step, as % of the synced step) "
-            f"> {share_pct:g}% at a point with world size > 1")
-    rows = []
-    for study in ("strong", "weak", "comm"):
-        t = tables.get(study)
-        if t is None or t.empty:
+        gid = f"inter-node-{r['model']}-{int(r['nodes'])}x{int(r['gpus_per_node'])}"
+        loss_txt = _ci(loss, lo, hi, "{:.1f}%")
+        nums = {"world_size": p, "placement": topo(r), "placement_class": r["placement_class"],
+                "loss_pct": _num(loss, 2), "loss_pct_ci": [_num(lo, 2), _num(hi, 2)],
+                "inter_samples_per_s": _num(r["samples_per_s_mean"], 1),
+                "intra_samples_per_s": _num(r["intra_samples_per_s"], 1), "threshold_pct": penalty_pct,
+                "n_ok": int(r["n_ok"]), "intra_n_ok": int(r["intra_n_ok"])}
+        head = f"{r['model']}: {topo(r)} vs 1x{p} at world size {p}: throughput loss {loss_txt}"
+        if r["placement_class"] == SIMULATED:
+            out.append(guideline(gid, "comm", "not_enough_data",
+                                 f"{head}; both 'nodes' ran on one host, so this measures process placement on one "
+                                 f"machine, not a network: no topology advice. Measure on two real nodes.", rule, nums))
             continue
-        sub = t[(t["world_size"] > 1) & t["exposed_comm_pct_median"].notna()]
-        for _, r in sub.iterrows():
-            rows.append((study, r["model"], _topo(r), int(r["world_size"]), float(r["exposed_comm_pct_median"])))
-    if not rows:
-        return [guideline("comm-share", "comm", "points with world size > 1 and a measured exposed communication "
-                          "(comm probe enabled, status ok).", rule, {"threshold_pct": share_pct}, enough=False)]
-    over = [x for x in rows if x[4] > share_pct]
-    cited = {f"{s} {m} {t}": _num(v, 2) for s, m, t, _, v in rows}
-    if over:
-        worst = max(over, key=lambda x: x[4])
-        lst = ", ".join(f"{s} {t} ({v:.1f}%)" for s, _, t, _, v in sorted(over, key=lambda x: (x[3], x[0])))
-        smallest = min(x[3] for x in over)
-        text = (f"Exposed communication exceeds {share_pct:g}% of a step at {len(over)} of {len(rows)} multi-rank "
-                f"points: {lst}; worst {worst[4]:.1f}% ({worst[0]} {worst[2]}), first seen at world size {smallest}. "
-                f"There the all-reduce is not hidden behind the backward pass: grow the per-rank work (batch, "
-                f"width) or expect the efficiency loss shown above.")
-    else:
-        worst = max(rows, key=lambda x: x[4])
-        text = (f"Exposed communication stays ≤ {share_pct:g}% of a step at every multi-rank point "
-                f"(worst {worst[4]:.1f}% at {worst[0]} {worst[2]}).")
-    return [guideline("comm-share", "comm", text, rule,
-                      {"threshold_pct": share_pct, "exposed_comm_pct_median": cited,
-                       "num_points_over": len(over), "num_points": len(rows)})]
-
-
-def per_rank_batch(strong: pd.DataFrame, weak: pd.DataFrame, threshold: float) -> list[dict]:
-    """Per-rank batch below which per-rank throughput falls off: at each world size and placement,
-    compare the per-rank throughput of the strong (per-rank batch = global / p) and weak (fixed per-rank
-    batch) points; a batch whose per-rank throughput is below threshold x the best at that world size
-    is too small."""
-    rule = (f"at equal world size and placement, per-rank batch b is too small when its per-rank samples/s "
-            f"< {threshold:.0%} of the best per-rank samples/s over the measured batches")
-    frames = [t.assign(study=s) for s, t in (("strong", strong), ("weak", weak)) if t is not None and not t.empty]
-    pts = pd.concat(frames) if frames else pd.DataFrame()
-    if not pts.empty:
-        pts = pts[pts["samples_per_s_per_rank_mean"].notna()]
-    groups = []
-    if not pts.empty:
-        for key, g in pts.groupby(["model", "world_size", "nodes", "gpus_per_node"]):
-            by_b = g.groupby("batch_per_rank")["samples_per_s_per_rank_mean"].mean().sort_index()
-            if len(by_b) >= 2:
-                groups.append((key, by_b, _ci_pct(g, "samples_per_s_per_rank")))
-    if not groups:
-        return [guideline("per-rank-batch", "weak", "strong- and weak-scaling points at the same world size with "
-                          "different per-rank batches (e.g. strong scaling with a fixed global_batch).", rule,
-                          {"threshold": threshold}, enough=False)]
-    out = []
-    for (model, p, n, g), by_b, noise in groups:
-        best_b = int(by_b.idxmax())
-        best = float(by_b.max())
-        rel = {int(b): float(v) / best for b, v in by_b.items()}
-        # only batches below the best one can be "too small"; a larger batch that is slower is a
-        # different effect (caches, memory) and is reported as such
-        too_small = [b for b, r in rel.items() if b < best_b and r < threshold]
-        too_large = [b for b, r in rel.items() if b > best_b and r < threshold]
-        listing = ", ".join(f"{v:,.0f} at {int(b)}" for b, v in by_b.items())
-        where = f"{model} at world size {int(p)} ({int(n)}x{int(g)})"
-        nums = {"world_size": int(p), "placement": f"{int(n)}x{int(g)}", "threshold": threshold,
-                "per_rank_samples_per_s_by_batch": {str(int(b)): _num(v, 1) for b, v in by_b.items()},
-                "relative_to_best": {str(b): _num(r) for b, r in rel.items()}, "best_batch": best_b,
-                "max_ci_half_width_pct": _num(noise, 1)}
-        parts = []
-        if too_small:
-            cutoff = max(too_small)
-            keep = min(b for b in rel if b > cutoff)
-            nums.update({"falls_off_at_batch": cutoff, "min_good_batch": keep})
-            parts.append(f"per-rank throughput falls to {rel[cutoff]:.0%} of the best at per-rank batch {cutoff} → "
-                         f"keep the per-rank batch ≥ {keep}; in strong scaling the per-rank batch is global batch / p, "
-                         f"so scale the global batch with the ranks")
-        else:
-            nums.update({"falls_off_at_batch": None, "min_good_batch": min(rel)})
-            parts.append(f"per-rank throughput stays ≥ {threshold:.0%} of the best down to per-rank batch {min(rel)} "
-                         f"→ per-rank batches ≥ {min(rel)} are fine (smaller ones were not measured)")
-        if too_large:
-            nums["slower_larger_batches"] = too_large
-            parts.append(f"larger per-rank batches ({', '.join(map(str, too_large))}) ran slower per sample than "
-                         f"{best_b} ({', '.join(f'{rel[b]:.0%}' for b in too_large)} of it): no gain from going above "
-                         f"{best_b} here")
-        text = f"{where}: " + "; ".join(parts) + f" (samples/s per rank: {listing}){_noise_note(noise)}."
-        out.append(guideline(f"per-rank-batch-{model}-p{int(p)}-{int(n)}x{int(g)}", "weak", text, rule, nums))
+        s = side(loss, lo, hi, penalty_pct)
+        unsure = []
+        for where, n_ok in ((topo(r), int(r["n_ok"])), (f"1x{p}", int(r["intra_n_ok"]))):
+            k = more_repeats(n_ok, loss, lo, hi, penalty_pct, min_repeats)
+            if s == "straddles" or n_ok < min_repeats:
+                unsure.append((where, k))
+        if unsure:
+            out.append(guideline(gid, "comm", "inconclusive", f"{head} — the data do not decide whether it exceeds "
+                                 f"the {penalty_pct:g}% threshold.", rule, nums, settle_text(unsure)))
+            continue
+        keep = s == "above"
+        nums["keep_within_node"] = keep
+        verdict = (f"above the {penalty_pct:g}% threshold → keep jobs within one node" if keep
+                   else f"below the {penalty_pct:g}% threshold → spreading over nodes is fine")
+        out.append(guideline(gid, "comm", "advice", f"{head} ({float(r['samples_per_s_mean']):,.0f} vs "
+                             f"{float(r['intra_samples_per_s']):,.0f} samples/s) → {verdict}.", rule, nums))
     return out
 
 
-def _linfit(x: list[float], y: list[float]) -> tuple[float, float]:
-    n = len(x)
-    mx, my = sum(x) / n, sum(y) / n
-    sxx = sum((a - mx) ** 2 for a in x)
-    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
-    return slope, my - slope * mx
+def comm_share(table: pd.DataFrame, experiment: str, share_pct: float, min_repeats: int) -> list[dict]:
+    """Points of one experiment (world size > 1) whose exposed communication exceeds share_pct of a step."""
+    rule = (f"exposed_comm_pct (synced − no_sync step, as % of the synced step; mean over repeats with 95% CI) > "
+            f"{share_pct:g}% at a DDP point of the {experiment} experiment with world size > 1")
+    gid = f"comm-share-{experiment}"
+    t = table[(table["world_size"] > 1) & table["exposed_comm_pct_mean"].notna() & table["ddp"].astype(bool)]
+    if t.empty:
+        return [guideline(gid, "comm", "not_enough_data", f"{experiment} points with world size > 1 and a measured "
+                          f"exposed communication (comm probe enabled, status ok).", rule, {"threshold_pct": share_pct})]
+    over, under, unsure = [], [], []
+    cited = {}
+    for _, r in t.sort_values(["world_size", "nodes"]).iterrows():
+        m, lo, hi = (float(r[f"exposed_comm_pct_{s}"]) for s in ("mean", "ci_lo", "ci_hi"))
+        where = f"{r['model']} {topo(r)}"
+        cited[where] = [_num(m, 2), _num(lo, 2), _num(hi, 2)]
+        s = side(m, lo, hi, share_pct)
+        txt = f"{topo(r)} {_ci(m, lo, hi, '{:.1f}%')}"
+        if s == "straddles" or r["n_ok"] < min_repeats:
+            unsure.append((txt, (topo(r), more_repeats(int(r["n_ok"]), m, lo, hi, share_pct, min_repeats))))
+        elif s == "above":
+            over.append(txt)
+        else:
+            under.append(txt)
+    nums = {"threshold_pct": share_pct, "exposed_comm_pct_mean_ci": cited, "num_points_over": len(over),
+            "num_points_under": len(under), "num_points_unsure": len(unsure)}
+    parts = []
+    if over:
+        parts.append(f"exposed communication exceeds {share_pct:g}% of a step at {', '.join(over)}: there the "
+                     f"all-reduce is not hidden behind the backward pass; grow the per-rank work (batch, width) or "
+                     f"expect the efficiency loss shown above")
+    if under:
+        parts.append(f"it stays below {share_pct:g}% at {', '.join(under)}")
+    if unsure:
+        parts.append(f"undecided at {', '.join(u[0] for u in unsure)}")
+        return [guideline(gid, "comm", "inconclusive", f"{experiment}: " + "; ".join(parts) + ".", rule, nums,
+                          settle_text([u[1] for u in unsure]))]
+    return [guideline(gid, "comm", "advice", f"{experiment}: " + "; ".join(parts) + ".", rule, nums)]
 
 
-def memory(model_size: pd.DataFrame) -> list[dict]:
-    """Params per GB at the largest width, and a linear fit peak = fixed + slope * width (and per
-    parameter) over the width sweep, extrapolated to common device memories (a model, not a measurement)."""
-    rule = ("params per GB = num_params / peak bytes × 1e9 at the largest measured width; linear least-squares "
-            "fit of peak memory vs hidden width (and vs parameters) over the ok widths; width fitting in Y GB = "
-            "(Y GB − fixed) / bytes per unit width")
+def _rel(a: pd.Series, b: pd.Series, metric: str) -> tuple[float, float, float]:
+    """a/b of two configurations' means with a 95% CI combining their relative half-widths in
+    quadrature (delta method on the two t intervals); NaN CI when either has one repeat."""
+    r = a[f"{metric}_mean"] / b[f"{metric}_mean"]
+    ha = (a[f"{metric}_ci_hi"] - a[f"{metric}_mean"]) / a[f"{metric}_mean"]
+    hb = (b[f"{metric}_ci_hi"] - b[f"{metric}_mean"]) / b[f"{metric}_mean"]
+    if not (_ok(ha) and _ok(hb)):
+        return r, math.nan, math.nan
+    half = r * math.sqrt(ha ** 2 + hb ** 2)
+    return r, r - half, r + half
+
+
+def per_rank_batch(table: pd.DataFrame, experiment: str, threshold: float, min_repeats: int) -> list[dict]:
+    """Per-rank batch below which compute throughput per rank falls off, within one experiment:
+    per-rank samples/s of the no_sync step (b / no_sync step time: compute only, no all-reduce), so
+    that points at different world sizes compare on their per-rank work alone."""
+    metric = "compute_samples_per_s_per_rank"
+    rule = (f"within the {experiment} experiment: per-rank batch b is too small when its compute-only per-rank "
+            f"samples/s (b / no_sync step time) < {threshold:.0%} of the best over the measured batches; on a shared "
+            f"CPU host, ranks also compete for cores, so a smaller batch at a larger world size is not only a batch "
+            f"effect")
+    gid = f"per-rank-batch-{experiment}"
+    t = table[table[f"{metric}_mean"].notna() & table["ddp"].astype(bool)]
+    out = []
+    groups = [(m, g) for m, g in t.groupby("model") if g["batch_per_rank"].nunique() >= 2]
+    if not groups:
+        return [guideline(gid, "weak" if experiment == "weak" else "strong", "not_enough_data",
+                          f"{experiment} points of one model at two or more per-rank batches with a no_sync step time "
+                          f"(points of different experiments are not compared).", rule, {"threshold": threshold})]
+    for model, g in groups:
+        # one row per batch: the configuration with the highest compute throughput at that batch
+        by_b = g.sort_values(f"{metric}_mean", ascending=False).groupby("batch_per_rank").head(1)
+        by_b = by_b.sort_values("batch_per_rank").set_index("batch_per_rank", drop=False)
+        best = by_b.loc[by_b[f"{metric}_mean"].idxmax()]
+        best_b = int(best["batch_per_rank"])
+        rel = {int(b): _rel(r, best, metric) for b, r in by_b.iterrows()}
+        small = [b for b, (v, _, _) in rel.items() if b < best_b and v < threshold]
+        listing = ", ".join(f"{float(r[f'{metric}_mean']):,.0f} at b={int(b)} ({topo(r)})" for b, r in by_b.iterrows())
+        nums = {"threshold": threshold, "best_batch": best_b,
+                "compute_samples_per_s_per_rank": {str(int(b)): _num(r[f"{metric}_mean"], 1) for b, r in by_b.iterrows()},
+                "relative_to_best": {str(b): _num(v) for b, (v, _, _) in rel.items()},
+                "relative_to_best_ci": {str(b): [_num(lo), _num(hi)] for b, (_, lo, hi) in rel.items()}}
+        cutoff = max(small) if small else None
+        keep = min((b for b in rel if cutoff is not None and b > cutoff), default=min(rel))
+        decisive = cutoff if cutoff is not None else min(rel)
+        v, lo, hi = rel[decisive]
+        r = by_b.loc[decisive]
+        unsure = []
+        if decisive != best_b and (side(v, lo, hi, threshold) == "straddles" or r["n_ok"] < min_repeats):
+            unsure.append((topo(r), more_repeats(int(r["n_ok"]), v, lo, hi, threshold, min_repeats)))
+        if best["n_ok"] < min_repeats:
+            unsure.append((f"{topo(best)} (best batch)", min_repeats - int(best["n_ok"])))
+        head = (f"{model}, {experiment}: compute-only samples/s per rank {listing}; at b={decisive} it is "
+                f"{_ci(v, lo, hi, '{:.0%}')} of the best (b={best_b})")
+        nums.update(falls_off_at_batch=cutoff, min_good_batch=keep)
+        if unsure:
+            out.append(guideline(f"{gid}-{model}", "strong" if experiment != "weak" else "weak", "inconclusive",
+                                 head + f" — the data do not decide whether it is below {threshold:.0%}.", rule, nums,
+                                 settle_text(unsure)))
+            continue
+        if cutoff is not None:
+            text = (head + f" → keep the per-rank batch ≥ {keep}; in strong scaling with a fixed global batch the "
+                    f"per-rank batch is global / p, so scale the global batch with the ranks.")
+        else:
+            text = head + f" → per-rank batches ≥ {min(rel)} keep ≥ {threshold:.0%} of the best (smaller ones were not measured)."
+        out.append(guideline(f"{gid}-{model}", "strong" if experiment != "weak" else "weak", "advice", text, rule, nums))
+    return out
+
+
+def memory(model_size: pd.DataFrame, min_repeats: int) -> list[dict]:
+    """Peak memory vs parameters over the width sweep. CUDA allocator peaks: a line peak = fixed +
+    slope * params with its fit quality, extrapolated to common device memories at most 4x beyond the
+    largest measured parameter count. CPU peak RSS (runtime, allocator caches, libraries): measured
+    values only, never extrapolated."""
+    rule = (f"CUDA allocator peaks only: least-squares line of peak bytes vs parameters over the ok widths (slope with "
+            f"95% CI, R²), parameters fitting in Y GB = (Y GB − fixed) / slope, reported only up to "
+            f"{MAX_EXTRAPOLATION:g}x the largest measured parameter count; CPU RSS: measured values only")
     t = model_size[model_size["peak_mem_bytes_mean"].notna() & model_size["num_params"].notna()] \
         if len(model_size) else model_size
     if t is None or t.empty:
-        return [guideline("memory", "model_size", "model-size points (status ok) with a peak-memory measurement.",
-                          rule, {}, enough=False)]
+        return [guideline("memory", "model_size", "not_enough_data", "model-size points (status ok) with a "
+                          "peak-memory measurement.", rule, {})]
     out = []
-    for model_group, g in t.assign(base=t["model"].str.replace(r"\[.*\]", "", regex=True).str.strip()).groupby("base"):
-        g = g.sort_values("hidden_width")
-        top = g.iloc[-1]
-        peak_gib = float(top["peak_mem_bytes_mean"]) / GIB
-        nums = {"largest_width": int(top["hidden_width"]), "num_params": int(top["num_params"]),
-                "peak_mem_gib": _num(peak_gib), "params_per_gb": _num(top["params_per_gb"], 1),
-                "mem_kind": top.get("mem_kind")}
-        head = (f"{model_group}: {float(top['params_per_gb']):,.0f} params per GB of peak memory; the largest width "
-                f"measured ({int(top['hidden_width'])}, {int(top['num_params']):,} params) peaks at {peak_gib:.3f} GiB")
-        if top.get("mem_kind") == "cpu_peak_rss":
-            head += " (CPU: process peak RSS, includes the runtime's fixed footprint)"
-        if len(g) < 2:
-            text = head + ". Needs two or more widths to fit how memory grows with width."
-            out.append(guideline(f"memory-{model_group}", "model_size", text, rule, nums))
+    for fam, g in t.assign(family=[model_family(m) for m in t["model"]]).groupby("family"):
+        g = g.sort_values("num_params")
+        gid = f"memory-{fam}"
+        kinds = set(g["mem_kind"].dropna())
+        measured = ", ".join(f"{float(r['peak_mem_bytes_mean']) / GIB:.3f} GiB at width {int(r['hidden_width'])} "
+                             f"({int(r['num_params']):,} params)" for _, r in g.iterrows())
+        nums = {"mem_kind": sorted(kinds), "peak_mem_gib_by_width": {str(int(r["hidden_width"])):
+                _num(float(r["peak_mem_bytes_mean"]) / GIB) for _, r in g.iterrows()},
+                "params_per_gb_by_width": {str(int(r["hidden_width"])): _num(r["params_per_gb"], 1) for _, r in g.iterrows()}}
+        if kinds != {CUDA_PEAK}:
+            out.append(guideline(gid, "model_size", "not_enough_data",
+                                 f"{fam}: measured peak memory {measured} ({', '.join(sorted(kinds)) or 'kind unknown'}). "
+                                 f"Process RSS includes the runtime and allocator caches, so no memory limit is "
+                                 f"extrapolated from it; that needs CUDA allocator peaks ({CUDA_PEAK}).", rule, nums))
             continue
-        w = g["hidden_width"].astype(float).tolist()
-        mem = g["peak_mem_bytes_mean"].astype(float).tolist()
-        slope_w, fixed = _linfit(w, mem)
-        slope_p, _ = _linfit(g["num_params"].astype(float).tolist(), mem)
-        nums.update({"bytes_per_unit_width": _num(slope_w, 1), "bytes_per_param": _num(slope_p, 2),
-                     "fixed_gib": _num(fixed / GIB)})
-        if slope_w <= 0:
-            text = (head + f". Peak memory does not grow measurably with width over widths "
-                    f"{int(w[0])}–{int(w[-1])} (fit slope {slope_w:,.0f} B per unit width): the fixed footprint "
-                    f"({fixed / GIB:.3f} GiB) dominates, so memory does not limit the width in this range.")
-        else:
-            fits = {str(b): int((b * GB - fixed) / slope_w) for b in BUDGETS_GB}
-            nums["max_width_fitting_gb"] = fits
-            text = (head + f". Peak grows by {slope_w:,.0f} B per unit of hidden width ({slope_p:,.1f} B per parameter) "
-                    f"over a fixed {fixed / GIB:.3f} GiB → by this linear fit a width up to "
-                    + ", ".join(f"{v:,} fits in {k} GB" for k, v in fits.items())
-                    + " (extrapolated; activations grow with the per-rank batch).")
-        out.append(guideline(f"memory-{model_group}", "model_size", text, rule, nums))
+        thin = [(f"width {int(r['hidden_width'])}", min_repeats - int(r["n_ok"])) for _, r in g.iterrows()
+                if r["n_ok"] < min_repeats]
+        if len(g) < 3:
+            out.append(guideline(gid, "model_size", "inconclusive",
+                                 f"{fam}: measured peak memory {measured}; a line through {len(g)} width(s) has no fit "
+                                 f"quality, so nothing is extrapolated.", rule, nums,
+                                 settle_text(thin) + ("; " if thin else "") + f"measure {3 - len(g)} more width(s)"))
+            continue
+        fit = linear_fit(g["num_params"].astype(float), g["peak_mem_bytes_mean"].astype(float))
+        slope, fixed = fit["slope"], fit["intercept"]
+        top = float(g["num_params"].max())
+        nums.update(bytes_per_param=_num(slope, 3), bytes_per_param_ci=[_num(fit["slope_ci_lo"], 3),
+                    _num(fit["slope_ci_hi"], 3)], fixed_gib=_num(fixed / GIB), r2=_num(fit["r2"], 4),
+                    residual_se_gib=_num(fit["residual_se"] / GIB, 5), largest_params=int(top))
+        head = (f"{fam}: peak memory grows by {_ci(slope, fit['slope_ci_lo'], fit['slope_ci_hi'], '{:,.1f}')} B per "
+                f"parameter over a fixed {fixed / GIB:.3f} GiB (R² {fit['r2']:.3f}, residual "
+                f"{fit['residual_se'] / GIB * 1024:.1f} MiB; measured {measured})")
+        if thin or not fit["slope_ci_lo"] > 0:
+            why = thin if thin else [("another width", 1)]
+            out.append(guideline(gid, "model_size", "inconclusive", head + " — the slope is not established.",
+                                 rule, nums, settle_text(why)))
+            continue
+        limit = MAX_EXTRAPOLATION * top
+        fits = {}
+        for b in BUDGETS_GB:
+            cap = (b * GB - fixed) / slope
+            fits[str(b)] = int(cap) if cap <= limit else None
+        nums["max_params_fitting_gb"] = fits
+        listed = [f"up to {v:,} parameters fit in {k} GB" for k, v in fits.items() if v is not None]
+        beyond = [k for k, v in fits.items() if v is None]
+        text = head + " → " + ("; ".join(listed) + "; " if listed else "")
+        if beyond:
+            text += (f"{', '.join(beyond)} GB hold more than {MAX_EXTRAPOLATION:g}x the largest measured model "
+                     f"({int(limit):,} parameters): beyond what this line may extrapolate")
+        out.append(guideline(gid, "model_size", "advice", text.rstrip("; ") + " (activations grow with the per-rank "
+                             "batch).", rule, nums))
     return out
 
 
-def compute_guidelines(tables: dict, thresholds: dict) -> list[dict]:
+def _fmt_time(s: float) -> str:
+    return f"{s:,.1f} s" if s < 3600 else f"{s / 3600:,.2f} h"
+
+
+def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
+    """Per model: where to run the configured strong-scaling work, from the performance model."""
+    rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
+            f"fewest GPU-hours, over the real placement classes; advice only when the model's leave-one-world-size-"
+            f"out MAPE is known and ≤ {max_mape_pct:g}% for every placement class it compares")
+    models = (model_json or {}).get("models") or {}
+    if not models:
+        reason = (model_json or {}).get("reason", "no performance model was fitted")
+        return [guideline("deploy", "deploy", "not_enough_data", f"a performance model ({reason}).", rule, {})]
+    out = []
+    for model, m in sorted(models.items()):
+        if m.get("work") is None:
+            continue  # not in the strong experiment: no configured work to place
+        rec = m.get("recommendation")
+        gid = f"deploy-{model}"
+        if not rec or rec.get("reason") or "cheapest" not in rec:
+            why = (rec or {}).get("reason") or m.get("reason") or "no prediction"
+            out.append(guideline(gid, "deploy", "not_enough_data", f"{model}: a validated prediction ({why}).", rule, {}))
+            continue
+        w = rec["work"]
+        batch = (f"global batch {w['global_batch']}" if w["batch_rule"] == "fixed global batch"
+                 else f"per-rank batch {w['batch_per_rank']}")
+        work = f"{w['samples']:,} samples × {w['epochs']} epochs, {batch}"
+
+        def pick(c):
+            t = c["time_s"]
+            band = f" [{_fmt_time(t['lo'])}, {_fmt_time(t['hi'])}]" if t["lo"] is not None else ""
+            extra = ", extrapolated" if c["extrapolated"] else ""
+            return (f"{c['world_size']} rank(s), {c['placement_class']}: {_fmt_time(t['value'])}{band}, "
+                    f"{c['gpu_hours']:.3g} GPU-h, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
+                    f"{c['validation']})")
+
+        fastest, cheapest = rec.get("fastest"), rec["cheapest"]
+        nums = {"work": w, "efficiency_threshold": rec["efficiency_threshold"],
+                "fastest": {k: fastest[k] for k in ("world_size", "placement_class", "gpu_hours")} if fastest else None,
+                "cheapest": {k: cheapest[k] for k in ("world_size", "placement_class", "gpu_hours")}}
+        text = (f"{model}, {work}: fastest with predicted efficiency ≥ {rec['efficiency_threshold']:.0%}: "
+                f"{pick(fastest) if fastest else 'none'}; fewest GPU-hours: {pick(cheapest)}.")
+        if rec.get("not_considered"):
+            text += " Not considered: " + "; ".join(rec["not_considered"]) + "."
+        # every class the choice compared, not only the winners': an untested prediction for 8 ranks
+        # decides "1 rank is fastest" as much as the 1-rank prediction does
+        vals = {cls: e["validation"] for cls, e in m["placements"].items()
+                if e.get("predictions") and cls in REAL_PLACEMENTS}
+        bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
+        if bad:
+            settle = "; ".join(
+                f"{cls}: " + (f"LOO MAPE {v['loo_mape_pct']:.0f}% > {max_mape_pct:g}%: more repeats or world sizes"
+                              if v.get("loo_mape_pct") is not None else
+                              f"{v.get('reason', 'not validated')} — measure three or more world sizes there")
+                for cls, v in bad)
+            out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
+            continue
+        out.append(guideline(gid, "deploy", "advice", text, rule, nums))
+    if not out:
+        out.append(guideline("deploy", "deploy", "not_enough_data", "strong-scaling points: the recommendation "
+                             "places the configured strong-scaling work.", rule, {}))
+    return out
+
+
+def compute_guidelines(tables: dict, thresholds: dict, model_json: dict | None = None) -> list[dict]:
     """All guidelines, in report order. `tables` as tables.compute_tables returns (or read back from
-    CSV); `thresholds` = the config's report section (efficiency_threshold, inter_node_penalty_pct,
-    comm_share_pct)."""
+    CSV); `thresholds` = the config's report section; `model_json` = perfmodel.build_model's output."""
     eff = float(thresholds.get("efficiency_threshold", 0.75))
-    empty = pd.DataFrame(columns=["model", "world_size", "nodes", "gpus_per_node"])
+    min_rep = int(thresholds.get("min_repeats", 3))
+    empty = pd.DataFrame(columns=["model", "world_size", "nodes", "gpus_per_node", "ddp", "placement_class",
+                                  "batch_per_rank", "n_ok"])
 
     def get(name):
         t = tables.get(name)
         return empty.copy() if t is None else t.copy()
 
     strong, weak, comm, ms = get("strong"), get("weak"), get("comm"), get("model_size")
-    for name, t, col in (("strong", strong, "efficiency"), ("comm", comm, "inter_vs_intra_loss_pct"),
-                         ("model_size", ms, "peak_mem_bytes_mean"), ("model_size", ms, "num_params"),
-                         ("model_size", ms, "params_per_gb"), ("weak", weak, "samples_per_s_per_rank_mean"),
-                         ("strong", strong, "samples_per_s_per_rank_mean"), ("strong", strong, "batch_per_rank"),
-                         ("weak", weak, "batch_per_rank")):
-        if col not in t:
-            t[col] = pd.Series(dtype=float)
-    for t in (strong, weak, comm):
-        if "exposed_comm_pct_median" not in t:
-            t["exposed_comm_pct_median"] = pd.Series(dtype=float)
+    need = {"strong": ["efficiency", "efficiency_ci_lo", "efficiency_ci_hi", "baseline_world_size"],
+            "comm": ["inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo", "inter_vs_intra_loss_pct_ci_hi",
+                     "intra_samples_per_s", "intra_n_ok", "samples_per_s_mean"],
+            "model_size": ["peak_mem_bytes_mean", "num_params", "params_per_gb", "mem_kind", "hidden_width"]}
+    for name, t in (("strong", strong), ("comm", comm), ("model_size", ms), ("weak", weak)):
+        for col in need.get(name, []) + [f"exposed_comm_pct_{s}" for s in ("mean", "ci_lo", "ci_hi")] + [
+                f"compute_samples_per_s_per_rank_{s}" for s in ("mean", "ci_lo", "ci_hi")]:
+            if col not in t:
+                t[col] = pd.Series(dtype=float)
+        if "ddp" not in t or t["ddp"].isna().all():
+            t["ddp"] = True
+        t["ddp"] = t["ddp"].fillna(True).astype(bool)
     out = []
-    out += strong_efficiency(strong, eff)
-    out += inter_node(comm, float(thresholds.get("inter_node_penalty_pct", 10)))
-    out += comm_share({"strong": strong, "weak": weak, "comm": comm}, float(thresholds.get("comm_share_pct", 20)))
-    out += per_rank_batch(strong, weak, eff)
-    out += memory(ms)
+    out += strong_efficiency(strong, eff, min_rep)
+    out += inter_node(comm, float(thresholds.get("inter_node_penalty_pct", 10)), min_rep)
+    for name, t in (("strong", strong), ("weak", weak), ("comm", comm)):
+        out += comm_share(t, name, float(thresholds.get("comm_share_pct", 20)), min_rep)
+    for name, t in (("strong", strong), ("weak", weak)):
+        out += per_rank_batch(t, name, eff, min_rep)
+    out += memory(ms, min_rep)
+    out += recommendation(model_json, float(thresholds.get("model_max_mape_pct", 25)))
     return out

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("points", "strong", "weak", "comm", "model_size")
+TABLES = ("points", "strong", "weak", "comm", "model_size", "allreduce_sizes")
+JSON_TABLES = ("fits", "model")
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -23,20 +25,38 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> None:
     write_text(path, df.to_csv(index=False))
 
 
+def json_safe(obj):
+    """NaN and infinities as None (JSON null: unknown), numpy scalars as Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def write_json(obj, path: str | Path) -> None:
-    write_text(path, json.dumps(obj, indent=1, default=str, allow_nan=False))
+    write_text(path, json.dumps(json_safe(obj), indent=1, default=str, allow_nan=False))
 
 
 def read_json(path: str | Path):
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """A CSV as a frame; an absent or zero-byte file (a producer that wrote nothing) as an empty one."""
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
 def read_tables(paths: dict[str, str | Path]) -> dict:
-    """{name: DataFrame} for the CSV tables, plus 'fits' when a fits JSON path is given."""
+    """{name: DataFrame} for the CSV tables, plus the parsed JSON of 'fits' and 'model' when given."""
     out = {}
     for name, path in paths.items():
-        if name == "fits":
-            out[name] = read_json(path)
-        else:
-            out[name] = pd.read_csv(path)
+        out[name] = read_json(path) if name in JSON_TABLES else read_csv(path)
     return out

@@ -1,5 +1,6 @@
-"""The self-contained HTML report: tables, inline figures (base64 PNG), guidelines, provenance.
-Jinja2 with autoescape; everything the page needs is inside the one file (no external URLs)."""
+"""The self-contained HTML report: a summary, tables, inline figures (base64 PNG), the law fits, the
+performance model (kept apart from the measurements), guidelines, provenance. Jinja2 with
+autoescape; everything the page needs is inside the one file (no external URLs)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,14 @@ import jinja2
 import pandas as pd
 import yaml
 
+from .fits import describe
+from .reference import PAPER_BASELINE, comparable, overlay_note
+from .target import rule_text
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "report" / "templates"
 SECTIONS = ("strong", "weak", "comm", "model_size")
+SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"], "weak": ["weak"],
+                   "comm": ["comm", "allreduce"], "model_size": ["model_size"]}
 
 
 def _fmt(v, nd=1):
@@ -32,7 +39,7 @@ def _text(v) -> str:
 
 
 def _ci(row, col, nd=1, scale=1.0):
-    """'mean [lo, hi]' (or just the mean for one repeat)."""
+    """'mean [lo, hi]' (or just the mean for one repeat); `scale` converts units (e.g. s -> µs)."""
     m, lo, hi = row.get(f"{col}_mean"), row.get(f"{col}_ci_lo"), row.get(f"{col}_ci_hi")
     if m is None or (isinstance(m, float) and math.isnan(m)):
         return "–"
@@ -52,45 +59,100 @@ def _topo(r):
 
 def _runs(r):
     txt = f"{int(r['n_ok'])}/{int(r['n_planned'])}"
+    contended = r.get("n_contended")
+    if contended is not None and not (isinstance(contended, float) and math.isnan(contended)) and contended:
+        txt += f" ({int(contended)} contended)"
     return txt
+
+
+def _nan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _ratio(r, col, nd=2, pct=False):
+    """'value [lo, hi]' of a ratio column with _ci_lo/_ci_hi siblings."""
+    v = r.get(col)
+    if _nan(v):
+        return "–"
+    f = (lambda x: f"{100 * float(x):.1f}%") if pct else (lambda x: _fmt(float(x), nd))
+    lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
+    return f(v) + ("" if _nan(lo) or _nan(hi) else f" [{f(lo)}, {f(hi)}]")
+
+
+def _kf(r):
+    """Karp–Flatt e with its meaning when it is outside [0, 1] (then it is not a serial fraction)."""
+    e = r.get("karp_flatt")
+    if _nan(e):
+        return "–"
+    note = _text(r.get("karp_flatt_note"))
+    return f"{float(e):.3f}" + (f" ({note})" if note else "")
+
+
+def _ddp(r):
+    v = r.get("ddp")
+    return "no (plain model)" if v is False or str(v).lower() == "false" else "yes"
+
+
+def _t2t(r):
+    note = _text(r.get("time_to_target_note"))
+    if _nan(r.get("time_to_target_s")):
+        return note or "–"
+    lo, hi = r.get("time_to_target_s_ci_lo"), r.get("time_to_target_s_ci_hi")
+    txt = _fmt(float(r["time_to_target_s"]), 2)
+    return txt + ("" if _nan(lo) or _nan(hi) else f" [{_fmt(float(lo), 2)}, {_fmt(float(hi), 2)}]")
 
 
 # per study: (header, function of the row) -- units in the headers
 COLUMNS = {
     "strong": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("world size", lambda r: int(r["world_size"])),
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: _text(r.get("placement_class"))),
+        ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
         ("epoch time s", lambda r: _ci(r, "epoch_time_s", 2)),
-        ("speedup", lambda r: _fmt(r.get("speedup"), 2)), ("efficiency", lambda r: _pct(r.get("efficiency"))),
-        ("Karp–Flatt e", lambda r: _fmt(r.get("karp_flatt"), 3)),
+        ("speedup vs DDP base", lambda r: _ratio(r, "speedup")),
+        ("efficiency vs DDP base", lambda r: _ratio(r, "efficiency", pct=True)),
+        ("efficiency vs non-DDP", lambda r: _ratio(r, "efficiency_vs_nonddp", pct=True)),
+        ("Karp–Flatt e", _kf),
         ("exposed comm % (median)", lambda r: _fmt(r.get("exposed_comm_pct_median"), 1)),
+        ("time to target s", _t2t),
+        ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
         ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "weak": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("world size", lambda r: int(r["world_size"])),
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: _text(r.get("placement_class"))),
+        ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s per rank (mean [95% CI])", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
         ("samples/s (all ranks)", lambda r: _ci(r, "samples_per_s", 0)),
-        ("weak efficiency", lambda r: _pct(r.get("weak_efficiency"))),
-        ("scaled speedup", lambda r: _fmt(r.get("scaled_speedup"), 2)),
+        ("weak efficiency vs DDP base", lambda r: _ratio(r, "weak_efficiency", pct=True)),
+        ("weak efficiency vs non-DDP", lambda r: _ratio(r, "weak_efficiency_vs_nonddp", pct=True)),
+        ("scaled speedup", lambda r: _ratio(r, "scaled_speedup")),
         ("exposed comm % (median)", lambda r: _fmt(r.get("exposed_comm_pct_median"), 1)),
         ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "comm": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: r["placement"]),
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: _text(r.get("placement_class"))),
         ("world size", lambda r: int(r["world_size"])), ("ok/planned", _runs),
-        ("exposed comm % (median)", lambda r: _fmt(r.get("exposed_comm_pct_median"), 1)),
+        ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
         ("exposed comm ms (median)", lambda r: _fmt(1e3 * r["exposed_comm_s_median"], 2)
-         if r.get("exposed_comm_s_median") is not None and not math.isnan(r["exposed_comm_s_median"]) else "–"),
+         if not _nan(r.get("exposed_comm_s_median")) else "–"),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
-        ("inter vs intra loss %", lambda r: _fmt(r.get("inter_vs_intra_loss_pct"), 1)),
+        ("loss vs 1 node % [95% CI]", lambda r: _ratio(r, "inter_vs_intra_loss_pct", 1)),
         ("not ok", lambda r: _text(r.get("not_ok"))),
+    ],
+    "allreduce": [
+        ("placement", lambda r: _text(r.get("placement_class"))), ("nodes×ranks", _topo),
+        ("world size", lambda r: int(r["world_size"])), ("size KiB", lambda r: _fmt(r["size_bytes"] / 1024, 0)),
+        ("repeats", lambda r: int(r["n_ok"])),
+        ("time µs (mean [95% CI])", lambda r: _ci(r, "time_s", 1, 1e6)),
+        ("algbw GB/s", lambda r: _fmt(r.get("algbw_gbps"), 3)), ("busbw GB/s", lambda r: _fmt(r.get("busbw_gbps"), 3)),
     ],
     "model_size": [
         ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
         ("nodes×ranks", _topo), ("ok/planned", _runs), ("parameters", lambda r: _fmt(r.get("num_params"), 0)),
         ("peak memory GiB (mean [95% CI])", lambda r: _ci(r, "peak_mem_gib", 3)),
+        ("memory kind", lambda r: _text(r.get("mem_kind"))),
         ("params per GB", lambda r: _fmt(r.get("params_per_gb"), 0)),
         ("weights / grads / optimizer KiB", lambda r: " / ".join(
             _fmt(r.get(f"{k}_bytes_median", math.nan) / 1024, 1) for k in ("weights", "grads", "optimizer"))),
@@ -136,65 +198,153 @@ def figure_entries(manifest: dict, folder: str | Path | None, names: list[str]) 
 
 def status_summary(points: pd.DataFrame | None) -> dict:
     if points is None or points.empty:
-        return {"planned": 0, "ok": 0, "failed": 0, "missing": 0, "not_ok": []}
+        return {"planned": 0, "ok": 0, "failed": 0, "missing": 0, "not_ok": [], "contended": []}
     st = points["status"].fillna("missing")
     not_ok = points[st != "ok"]
+    flags = points["contended"] if "contended" in points else pd.Series(False, index=points.index)
+    contended = points[[str(v).lower() == "true" for v in flags]]
     return {"planned": len(points), "ok": int((st == "ok").sum()), "missing": int((st == "missing").sum()),
             "failed": int(((st != "ok") & (st != "missing")).sum()),
             "by_status": st.value_counts().to_dict(),
-            "not_ok": [{"point_id": r["point_id"], "status": r["status"], "reason": r.get("reason") or ""}
-                       for r in not_ok.to_dict("records")]}
+            "not_ok": [{"point_id": r["point_id"], "status": r["status"], "reason": _text(r.get("reason"))}
+                       for r in not_ok.to_dict("records")],
+            "contended": [{"point_id": r["point_id"], "status": r["status"], "contention": _text(r.get("contention"))}
+                          for r in contended.to_dict("records")]}
 
 
 def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
-    """One sentence per study comparing the measured figures with the seed paper's, where both exist."""
+    """One sentence per study: the comparison with the seed paper's figures where the study measured
+    the paper's workload, else why the overlay is off."""
     notes = {}
     if not reference:
         return notes
+    checks = {name: comparable(name, tables.get(name)) for name in SECTIONS}
+    for name, check in checks.items():
+        notes[name] = overlay_note(name, check)
     s, rs = tables.get("strong"), reference.get("strong")
-    if s is not None and rs is not None and len(s) and s["efficiency"].notna().any():
-        top = s.dropna(subset=["efficiency"]).sort_values("world_size").iloc[-1]
+    if checks["strong"]["comparable"] and rs is not None and s["efficiency"].notna().any():
+        top = s[s["ddp"].astype(bool)].dropna(subset=["efficiency"]).sort_values("world_size").iloc[-1]
         p = int(top["world_size"])
         same = rs[rs["gpus"] == p]
         paper = (f"{same['efficiency_pct'].max():.1f}% at {p} GPUs" if len(same) else
                  f"{rs.iloc[-1]['efficiency_pct']:.1f}% at {int(rs.iloc[-1]['gpus'])} GPUs")
-        notes["strong"] = (f"Measured strong-scaling efficiency at {p} ranks: {100 * top['efficiency']:.1f}%; the seed "
-                           f"paper reports {paper} (A100, pykan, fixed per-GPU batch 512, one run per point).")
+        notes["strong"] += (f" Measured strong-scaling efficiency at {p} ranks: {100 * top['efficiency']:.1f}% (vs the "
+                            f"DDP baseline); the seed paper reports {paper} (vs a non-DDP 1-GPU run).")
     w, rw = tables.get("weak"), reference.get("weak")
-    if w is not None and rw is not None and len(w) and w["weak_efficiency"].notna().any():
-        top = w.dropna(subset=["weak_efficiency"]).sort_values("world_size").iloc[-1]
+    if checks["weak"]["comparable"] and rw is not None and w["weak_efficiency"].notna().any():
+        top = w[w["ddp"].astype(bool)].dropna(subset=["weak_efficiency"]).sort_values("world_size").iloc[-1]
         base = rw.loc[rw["gpus"].idxmin(), "samples_per_s_per_gpu"]
         last = rw.sort_values("gpus").iloc[-1]
-        notes["weak"] = (f"Measured weak efficiency at {int(top['world_size'])} ranks: {100 * top['weak_efficiency']:.1f}%; "
-                         f"the seed paper's per-GPU throughput went from {base:,.0f} to {last['samples_per_s_per_gpu']:,.0f} "
-                         f"samples/s ({100 * last['samples_per_s_per_gpu'] / base:.1f}%) at {int(last['gpus'])} GPUs.")
+        notes["weak"] += (f" Measured weak efficiency at {int(top['world_size'])} ranks: "
+                          f"{100 * top['weak_efficiency']:.1f}%; the seed paper's per-GPU throughput went from "
+                          f"{base:,.0f} to {last['samples_per_s_per_gpu']:,.0f} samples/s "
+                          f"({100 * last['samples_per_s_per_gpu'] / base:.1f}%) at {int(last['gpus'])} GPUs.")
     rc = reference.get("comm")
-    if rc is not None and len(rc):
-        notes["comm"] = ("The seed paper's comm_overhead_pct ("
-                         + ", ".join(f"{r['case']}: {r['comm_overhead_pct']:.1f}%" for _, r in rc.iterrows())
-                         + ") times an extra unbucketed all-reduce every other batch; it is not the exposed "
-                           "communication of DDP measured here, so the two are not directly comparable.")
-    m, rm = tables.get("model_size"), reference.get("model_size")
-    if m is not None and rm is not None and len(rm):
-        notes["model_size"] = ("The seed paper's per-GPU throughput halved with each doubling of width ("
-                               + " → ".join(f"{v:,.0f}" for v in rm["samples_per_s_per_gpu"])
-                               + " samples/s for widths " + ", ".join(str(int(x)) for x in rm["hidden_width"])
-                               + "), pykan's cost rather than the hardware's; its peak memory was "
-                               + f"{rm['peak_mem_gb'].min():.2f}–{rm['peak_mem_gb'].max():.2f} GB.")
+    if checks["comm"]["comparable"] and rc is not None and len(rc):
+        notes["comm"] += (" The seed paper's comm_overhead_pct ("
+                          + ", ".join(f"{r['case']}: {r['comm_overhead_pct']:.1f}%" for _, r in rc.iterrows())
+                          + ") times an extra unbucketed all-reduce every other batch; it is not the exposed "
+                            "communication of DDP measured here, so the two are not directly comparable.")
+    rm = reference.get("model_size")
+    if checks["model_size"]["comparable"] and rm is not None and len(rm):
+        notes["model_size"] += (" The seed paper's per-GPU throughput halved with each doubling of width ("
+                                + " → ".join(f"{v:,.0f}" for v in rm["samples_per_s_per_gpu"])
+                                + " samples/s for widths " + ", ".join(str(int(x)) for x in rm["hidden_width"])
+                                + "), pykan's cost rather than the hardware's; its peak memory was "
+                                + f"{rm['peak_mem_gb'].min():.2f}–{rm['peak_mem_gb'].max():.2f} GB.")
     return notes
+
+
+def fit_rows(fits: dict) -> list[list[str]]:
+    """[experiment, model, placement, law, formula, world sizes, result] per law fit."""
+    rows = []
+    for experiment in ("strong", "weak"):
+        for model, by_cls in (fits.get(experiment) or {}).items():
+            for cls, laws in by_cls.items():
+                for law, f in laws.items():
+                    sizes = ", ".join(map(str, f.get("world_sizes", [])))
+                    result = describe(f)
+                    if f.get("status") == "fit":
+                        result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} repeats)"
+                        if f.get("ci_reason"):
+                            result += f"; {f['ci_reason']}"
+                        if f.get("peak_world_size_rel"):
+                            result += f"; USL peak at p ≈ {f['peak_world_size_rel']:.1f} × p_base"
+                    rows.append([experiment, model, cls, law, f.get("formula", ""), sizes, result])
+    return rows
+
+
+def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str:
+    if prm.get("at_bound"):
+        return f"{name} at its lower bound 0"
+    txt = f"{name} = {prm['value'] * scale:.3g}{unit}"
+    if prm.get("ci_lo") is not None:
+        txt += f" [{prm['ci_lo'] * scale:.3g}, {prm['ci_hi'] * scale:.3g}]"
+    return txt + (f" ({prm['note']})" if prm.get("note") else "")
+
+
+def _band_text(b: dict, fmt) -> str:
+    txt = fmt(b["value"])
+    return txt + (f" [{fmt(b['lo'])}, {fmt(b['hi'])}]" if b.get("lo") is not None else "")
+
+
+def model_sections(model_json: dict | None) -> list[dict]:
+    """Per model: its fitted terms, and per placement class the comm terms, validation and predictions."""
+    out = []
+    for model, m in sorted(((model_json or {}).get("models") or {}).items()):
+        sec = {"model": model, "reason": m.get("reason"), "compute": "", "placements": []}
+        if m.get("compute"):
+            names = {"c0_s": ("fixed per step", 1e3, " ms"), "per_sample_s": ("per sample", 1e6, " µs"),
+                     "per_sample_param_s": ("per sample and parameter", 1e9, " ns")}
+            sec["compute"] = ", ".join(_param_text(names[t][0], prm, *names[t][1:])
+                                       for t, prm in m["compute"]["params"].items())
+            if "c0_s" not in m["compute"]["terms"]:
+                sec["compute"] += " (one per-rank batch measured: the fixed part is not separable, compute ∝ batch assumed)"
+        for cls, e in (m.get("placements") or {}).items():
+            entry = {"placement": cls, "reason": e.get("reason"), "comm": "", "validation": "", "rows": [],
+                     "per_p": []}
+            if e.get("comm"):
+                c = e["comm"]
+                beta = c["beta_s_per_byte"]
+                bw = f"; 1/β = {1 / beta['value'] / 1e9:.3g} GB/s" if beta["value"] > 0 else ""
+                entry["comm"] = (", ".join([_param_text("α", c["alpha_s"], 1e6, " µs"),
+                                            _param_text("β", beta, 1e9, " ns/byte"),
+                                            _param_text("exposure", c["exposure"])]) + bw + f" (from {c['source']})")
+            v = e.get("validation") or {}
+            if v:
+                entry["validation"] = (f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = "
+                                       f"{', '.join(map(str, v['world_sizes_validated']))}" if v.get("loo_mape_pct")
+                                       is not None else f"not validated: {v.get('reason', '')}")
+                entry["per_p"] = [f"p = {x['world_size']}: " + (f"{x['error_pct']:+.1f}% (|error| {x['abs_error_pct']:.1f}%, "
+                                                                 f"{x['num_points']} point(s))" if "error_pct" in x
+                                                                 else x["reason"]) for x in v.get("per_world_size", [])]
+            for r in e.get("predictions") or []:
+                entry["rows"].append([
+                    str(r["world_size"]), _fmt(r["batch_per_rank"], 1),
+                    _band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
+                    _band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
+                    _band_text(r["speedup"], lambda x: f"{x:.2f}"),
+                    _band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
+                    _band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
+                    "extrapolated" if r["extrapolated"] else "within measured"])
+            sec["placements"].append(entry)
+        out.append(sec)
+    return out
 
 
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None) -> dict:
     reference = reference or {}
-    sec_figs = {"strong": ["strong_speedup", "strong_efficiency"], "weak": ["weak"], "comm": ["comm"],
-                "model_size": ["model_size"]}
+    thresholds = {k: v for k, v in (config.get("report") or {}).items() if k != "reference"}
     sections = {}
     for name in SECTIONS:
         t = tables.get(name)
-        sections[name] = {"table": table_rows(name, t), "figures": figure_entries(manifest, figures_dir, sec_figs[name]),
+        sections[name] = {"table": table_rows(name, t), "figures": figure_entries(manifest, figures_dir,
+                                                                                   SECTION_FIGURES[name]),
                           "guidelines": [g for g in guidelines if g.get("topic") == name]}
+    sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     fits = tables.get("fits") or {}
+    by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
     return {
         "study": config.get("study", "study"),
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -204,7 +354,15 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "provenance": provenance or {},
         "sections": sections,
         "guidelines": guidelines,
-        "fits": fits,
+        "summary": {"counts": {s: len(v) for s, v in by_status.items()},
+                    "deploy": [g for g in guidelines if g.get("topic") == "deploy"]},
+        "fit_rows": fit_rows(fits),
+        "fit_method": fits.get("method") or {},
+        "models": model_sections(tables.get("model")),
+        "model_method": (tables.get("model") or {}).get("method", ""),
+        "allreduce_source": (tables.get("model") or {}).get("allreduce_sweep", ""),
+        "target_rule": rule_text(thresholds),
+        "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),
     }

@@ -1,6 +1,6 @@
 """Summary statistics over repeats: mean, median, std and a Student-t 95% confidence interval.
 
-No scipy: the two-sided 97.5% quantiles of Student's t for small degrees of freedom are tabulated
+The two-sided 97.5% quantiles of Student's t for small degrees of freedom are tabulated
 (values from any t-table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2) and fall back to the normal 1.96.
 """
 
@@ -45,3 +45,49 @@ def summarize(values: Iterable[float]) -> dict:
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     half = t975(n - 1) * std / math.sqrt(n)
     return {"n": n, "mean": mean, "median": median, "std": std, "ci_lo": mean - half, "ci_hi": mean + half}
+
+
+def ratio_ci(num: Iterable[float], den: Iterable[float]) -> dict:
+    """mean(num) / mean(den) with a 95% CI from the delta method: the ratio's relative variance is
+    the sum of the two means' relative variances, var(R)/R^2 = s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2),
+    and the half-width is t_{0.975, min(n_a, n_b) - 1} * sd(R) (the smaller sample sets the degrees of
+    freedom: the interval errs wide). A side with one value has no spread: the CI is then NaN, since an
+    interval that ignored it would look narrower than the data allow."""
+    a, b = summarize(num), summarize(den)
+    nan = float("nan")
+    if a["n"] == 0 or b["n"] == 0 or not b["mean"]:
+        return {"ratio": nan, "ci_lo": nan, "ci_hi": nan, "n_num": a["n"], "n_den": b["n"]}
+    r = a["mean"] / b["mean"]
+    out = {"ratio": r, "ci_lo": nan, "ci_hi": nan, "n_num": a["n"], "n_den": b["n"]}
+    if a["n"] < 2 or b["n"] < 2 or not a["mean"]:
+        return out
+    rel_var = a["std"] ** 2 / (a["n"] * a["mean"] ** 2) + b["std"] ** 2 / (b["n"] * b["mean"] ** 2)
+    half = t975(min(a["n"], b["n"]) - 1) * abs(r) * math.sqrt(rel_var)
+    out.update(ci_lo=r - half, ci_hi=r + half)
+    return out
+
+
+def linear_fit(x: Iterable[float], y: Iterable[float]) -> dict:
+    """Ordinary least squares y = intercept + slope * x, with the slope's 95% CI (Student t, n - 2
+    degrees of freedom; NaN with two points, where the line passes through both and says nothing
+    about its own error), R^2 and the residual standard error."""
+    xs, ys = [float(v) for v in x], [float(v) for v in y]
+    n = len(xs)
+    nan = float("nan")
+    if n < 2:
+        raise ValueError(f"a line needs two or more points, got {n}")
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((a - mx) ** 2 for a in xs)
+    if sxx == 0:
+        raise ValueError("a line needs two or more distinct x values")
+    slope = sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sxx
+    intercept = my - slope * mx
+    sse = sum((b - intercept - slope * a) ** 2 for a, b in zip(xs, ys))
+    sst = sum((b - my) ** 2 for b in ys)
+    out = {"slope": slope, "intercept": intercept, "n": n, "r2": 1 - sse / sst if sst else nan,
+           "residual_se": nan, "slope_ci_lo": nan, "slope_ci_hi": nan}
+    if n > 2:
+        se = math.sqrt(sse / (n - 2))
+        half = t975(n - 2) * se / math.sqrt(sxx)
+        out.update(residual_se=se, slope_ci_lo=slope - half, slope_ci_hi=slope + half)
+    return out

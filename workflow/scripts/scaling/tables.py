@@ -1,8 +1,11 @@
-"""measurements.csv (one row per point x repeat) -> the four scaling tables, a points-status table
-and the model fits. Pure pandas; only rows with status "ok" enter the maths, every planned point
-still appears (n_planned / n_ok / n_failed / n_missing and the failure reasons).
+"""measurements.csv (one row per point x repeat) -> the scaling tables, a points-status table, the
+all-reduce sweep table and the law fits. Pure pandas; only rows with status "ok" enter the maths,
+every planned point still appears (n_planned / n_ok / n_failed / n_missing and the failure reasons).
 
 Throughput is `samples_per_s`: global samples per second from the median synced step, slowest rank.
+Two world-1 baselines: the DDP point at the smallest DDP world size (normally 1 rank: DDP's hooks and
+the 1-rank all-reduce, no network) and the non-DDP point (`ddp` False, a plain model). Efficiencies are
+given against both; non-DDP points never enter the DDP fits.
 """
 
 from __future__ import annotations
@@ -11,43 +14,38 @@ import math
 
 import pandas as pd
 
-from .stats import summarize
+from . import fits as law_fits
+from .columns import INTRA, clean, clean_allreduce, clean_curves
+from .stats import ratio_ci, summarize
+from .target import per_repeat
 
 # a configuration = the repeats of one point; these columns identify it
-GROUP = ["experiment", "model", "nodes", "gpus_per_node", "hidden_width"]
+GROUP = ["experiment", "model", "nodes", "gpus_per_node", "hidden_width", "ddp"]
 # constant within a configuration; carried along for readers
-CARRY = ["world_size", "placement", "batch_per_rank", "global_batch", "samples"]
+CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global_batch", "samples", "epochs",
+         "grid_size"]
 STAT_SUFFIXES = ("mean", "median", "std", "ci_lo", "ci_hi")
-NUMERIC = [
-    "nodes", "gpus_per_node", "world_size", "hidden_width", "batch_per_rank", "global_batch", "samples", "rep",
-    "num_params", "step_time_s", "nosync_step_time_s", "exposed_comm_s", "exposed_comm_pct", "samples_per_s",
-    "samples_per_s_per_rank", "epoch_time_s", "train_time_s", "peak_mem_bytes", "peak_mem_gib",
-    "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes", "test_loss", "final_train_loss",
-]
 # may legitimately be negative (noise around zero); every other metric's CI is clipped at 0
 SIGNED = {"exposed_comm_pct", "exposed_comm_s"}
 GB = 1e9  # params per GB uses decimal gigabytes, as the seed paper's params_per_gb
 
 
-def clean(df: pd.DataFrame) -> pd.DataFrame:
-    """Numeric columns as floats, status as a plain string ('missing' where empty)."""
-    df = df.copy()
-    for c in NUMERIC:
-        if c in df:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
-    df["status"] = df["status"].fillna("missing").astype(str)
-    df["reason"] = df["reason"].where(df["reason"].notna(), None)
-    return df
-
-
 def points_status(df: pd.DataFrame) -> pd.DataFrame:
     """One row per planned point x repeat: what ran and, when it did not succeed, why."""
     cols = ["point_id", "experiment", "model", "nodes", "gpus_per_node", "world_size", "placement",
-            "hidden_width", "rep", "status", "reason"]
-    out = df[cols].copy()
-    out["reason"] = [r if isinstance(r, str) and r else ("" if s == "ok" else ("no record" if s == "missing" else ""))
+            "placement_class", "ddp", "hidden_width", "rep", "status", "reason", "contended", "contention"]
+    out = df.reindex(columns=cols).copy()
+    out["reason"] = [r if isinstance(r, str) and r else ("no record" if s == "missing" else "")
                      for r, s in zip(out["reason"], out["status"])]
     return out.sort_values(["experiment", "model", "world_size", "nodes", "hidden_width", "rep"]).reset_index(drop=True)
+
+
+def _ok(df: pd.DataFrame, row: pd.Series | dict) -> pd.DataFrame:
+    """The ok repeats of the configuration `row` belongs to."""
+    sel = df["status"] == "ok"
+    for c in GROUP:
+        sel &= df[c] == row[c]
+    return df[sel]
 
 
 def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -62,6 +60,7 @@ def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         row["n_ok"] = len(ok)
         row["n_failed"] = int(((g["status"] != "ok") & (g["status"] != "missing")).sum())
         row["n_missing"] = int((g["status"] == "missing").sum())
+        row["n_contended"] = int(ok["contended"].astype(bool).sum()) if "contended" in ok else 0
         reasons = sorted({f"{s}: {r}" if isinstance(r, str) and r else s
                           for s, r in zip(g["status"], g["reason"]) if s != "ok"})
         row["not_ok"] = "; ".join(reasons)
@@ -72,15 +71,22 @@ def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             for sfx in STAT_SUFFIXES:
                 row[f"{m}_{sfx}"] = st[sfx]
         rows.append(row)
-    cols = GROUP + CARRY + ["n_planned", "n_ok", "n_failed", "n_missing", "not_ok"] + [
+    cols = GROUP + CARRY + ["n_planned", "n_ok", "n_failed", "n_missing", "n_contended", "not_ok"] + [
         f"{m}_{s}" for m in metrics for s in STAT_SUFFIXES]
     return pd.DataFrame(rows, columns=cols)
 
 
-def _baseline(g: pd.DataFrame) -> pd.Series | None:
-    """The smallest world size with a measurement (normally 1 rank); on a tie the fewest nodes."""
-    have = g[g["n_ok"] > 0].sort_values(["world_size", "nodes"])
-    return None if have.empty else have.iloc[0]
+def _baselines(sub: pd.DataFrame, model: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """(ok rows of the DDP baseline = the smallest DDP world size with an ok repeat, on a tie the fewest
+    nodes; ok rows of the non-DDP world-1 point), either None when not measured."""
+    ok = sub[(sub["model"] == model) & (sub["status"] == "ok")]
+    ddp = ok[ok["ddp"].astype(bool)]
+    base = None
+    if not ddp.empty:
+        first = ddp.sort_values(["world_size", "nodes"]).iloc[0]
+        base = ddp[(ddp["world_size"] == first["world_size"]) & (ddp["nodes"] == first["nodes"])]
+    plain = ok[~ok["ddp"].astype(bool) & (ok["world_size"] == 1)]
+    return base, (plain if not plain.empty else None)
 
 
 def karp_flatt(speedup: float, p: float) -> float:
@@ -90,72 +96,151 @@ def karp_flatt(speedup: float, p: float) -> float:
     return (1 / speedup - 1 / p) / (1 - 1 / p)
 
 
-def strong_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Speedup, efficiency and Karp-Flatt per world size, against the smallest measured world size.
-    The speedup CI is the throughput CI over the baseline's mean (the baseline's own spread is not
-    propagated)."""
-    metrics = ["samples_per_s", "samples_per_s_per_rank", "epoch_time_s", "step_time_s", "exposed_comm_pct",
-               "test_loss"]
-    t = aggregate(df[df["experiment"] == "strong"], metrics)
-    for c in ["baseline_world_size", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency",
-              "efficiency_pct", "karp_flatt"]:
+def karp_flatt_note(e: float) -> str:
+    """What a Karp-Flatt value means. Only within [0, 1] is it a serial fraction: e < 0 iff S > p
+    (super-linear), e > 1 iff 1/S > 1, i.e. S < 1 (retrograde: slower than the baseline)."""
+    if e is None or math.isnan(e):
+        return ""
+    if e < 0:
+        return "super-linear (e < 0): speedup above p, not a serial fraction"
+    if e > 1:
+        return "retrograde (e > 1): speedup < 1, not a serial fraction"
+    return ""
+
+
+def _ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0) -> None:
+    r = ratio_ci(num, den)
+    t.at[i, name] = r["ratio"] * scale
+    t.at[i, f"{name}_ci_lo"] = r["ci_lo"] * scale
+    t.at[i, f"{name}_ci_hi"] = r["ci_hi"] * scale
+
+
+def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
+    """time_to_target_s (mean over repeats, only when every ok repeat with a curve reached the
+    target: a mean over the repeats that happened to reach it would be biased low), its note, and
+    time_to_target_speedup = DDP-baseline time / this time."""
+    for c in ("target_loss", "time_to_target_s", "time_to_target_s_ci_lo", "time_to_target_s_ci_hi",
+              "time_to_target_speedup", "time_to_target_speedup_ci_lo", "time_to_target_speedup_ci_hi"):
         t[c] = math.nan
+    t["time_to_target_note"] = ""
     for model, g in t.groupby("model"):
-        base = _baseline(g)
-        if base is None:
-            continue
-        b_tput, b_p = base["samples_per_s_mean"], base["world_size"]
+        base, _ = _baselines(sub, model)
+        base_t = base["time_to_target_s"].dropna() if base is not None else pd.Series(dtype=float)
+        base_ok = base is not None and len(base_t) and bool(base["target_reached"].eq(True).all())
         for i in g.index:
-            p_rel = t.at[i, "world_size"] / b_p
-            s = t.at[i, "samples_per_s_mean"] / b_tput
-            t.at[i, "baseline_world_size"] = b_p
-            t.at[i, "speedup"] = s
-            t.at[i, "speedup_ci_lo"] = t.at[i, "samples_per_s_ci_lo"] / b_tput
-            t.at[i, "speedup_ci_hi"] = t.at[i, "samples_per_s_ci_hi"] / b_tput
-            t.at[i, "efficiency"] = s / p_rel
-            t.at[i, "efficiency_pct"] = 100 * s / p_rel
-            t.at[i, "karp_flatt"] = karp_flatt(s, p_rel)
-    return t.sort_values(["model", "world_size", "nodes"]).reset_index(drop=True)
+            ok = _ok(sub, t.loc[i])
+            have = ok[ok["target_reached"].notna()]
+            if have.empty:
+                t.at[i, "time_to_target_note"] = "no loss curve" if len(ok) else ""
+                continue
+            t.at[i, "target_loss"] = float(have["target_loss"].iloc[0])
+            missed = int((~have["target_reached"].astype(bool)).sum())
+            if missed:
+                t.at[i, "time_to_target_note"] = not_reached_note(missed, len(have))
+                continue
+            st = summarize(have["time_to_target_s"])
+            t.at[i, "time_to_target_s"] = st["mean"]
+            t.at[i, "time_to_target_s_ci_lo"] = max(st["ci_lo"], 0.0) if not math.isnan(st["ci_lo"]) else math.nan
+            t.at[i, "time_to_target_s_ci_hi"] = st["ci_hi"]
+            if base_ok:
+                _ratio_columns(t, i, "time_to_target_speedup", base_t, have["time_to_target_s"])
+
+
+def not_reached_note(missed: int, total: int) -> str:
+    return "not reached" if missed == total else f"not reached in {missed} of {total} repeats"
+
+
+def strong_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Speedup, efficiency and Karp-Flatt per world size against the DDP baseline (smallest measured
+    DDP world size), efficiency also against the non-DDP world-1 point. Speedup = mean throughput over
+    the baseline's mean throughput, CI by the delta method (both spreads count), efficiency =
+    speedup / (p / p_base) with the same relative CI."""
+    metrics = ["samples_per_s", "samples_per_s_per_rank", "epoch_time_s", "step_time_s", "nosync_step_time_s",
+               "exposed_comm_pct", "exposed_comm_s", "compute_samples_per_s_per_rank", "test_loss",
+               "final_train_loss"]
+    sub = df[df["experiment"] == "strong"]
+    t = aggregate(sub, metrics)
+    for c in ["baseline_world_size", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
+              "efficiency_ci_hi", "efficiency_pct", "speedup_vs_nonddp", "speedup_vs_nonddp_ci_lo",
+              "speedup_vs_nonddp_ci_hi", "efficiency_vs_nonddp", "efficiency_vs_nonddp_ci_lo",
+              "efficiency_vs_nonddp_ci_hi", "karp_flatt"]:
+        t[c] = math.nan
+    t["karp_flatt_note"] = ""
+    for model, g in t.groupby("model"):
+        base, plain = _baselines(sub, model)
+        for i in g.index:
+            ok = _ok(sub, t.loc[i])["samples_per_s"]
+            p = t.at[i, "world_size"]
+            if base is not None:
+                b_p = float(base["world_size"].iloc[0])
+                t.at[i, "baseline_world_size"] = b_p
+                _ratio_columns(t, i, "speedup", ok, base["samples_per_s"])
+                _ratio_columns(t, i, "efficiency", ok, base["samples_per_s"], b_p / p)
+                t.at[i, "efficiency_pct"] = 100 * t.at[i, "efficiency"]
+                if bool(t.at[i, "ddp"]):
+                    e = karp_flatt(t.at[i, "speedup"], p / b_p)
+                    t.at[i, "karp_flatt"] = e
+                    t.at[i, "karp_flatt_note"] = karp_flatt_note(e)
+            if plain is not None:
+                _ratio_columns(t, i, "speedup_vs_nonddp", ok, plain["samples_per_s"])
+                _ratio_columns(t, i, "efficiency_vs_nonddp", ok, plain["samples_per_s"], 1 / p)
+    _time_to_target(t, sub)
+    return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
 def weak_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per-rank throughput and weak efficiency = per-rank throughput / the baseline's per-rank
-    throughput (smallest measured world size, normally 1 rank); scaled speedup = throughput ratio."""
-    metrics = ["samples_per_s", "samples_per_s_per_rank", "epoch_time_s", "step_time_s", "exposed_comm_pct"]
-    t = aggregate(df[df["experiment"] == "weak"], metrics)
-    for c in ["baseline_world_size", "weak_efficiency", "weak_efficiency_pct", "scaled_speedup"]:
+    throughput, against the DDP baseline and the non-DDP world-1 point; scaled speedup = throughput
+    ratio to the DDP baseline."""
+    metrics = ["samples_per_s", "samples_per_s_per_rank", "epoch_time_s", "step_time_s", "nosync_step_time_s",
+               "exposed_comm_pct", "exposed_comm_s", "compute_samples_per_s_per_rank"]
+    sub = df[df["experiment"] == "weak"]
+    t = aggregate(sub, metrics)
+    for c in ["baseline_world_size", "weak_efficiency", "weak_efficiency_ci_lo", "weak_efficiency_ci_hi",
+              "weak_efficiency_pct", "weak_efficiency_vs_nonddp", "weak_efficiency_vs_nonddp_ci_lo",
+              "weak_efficiency_vs_nonddp_ci_hi", "scaled_speedup", "scaled_speedup_ci_lo", "scaled_speedup_ci_hi"]:
         t[c] = math.nan
     for model, g in t.groupby("model"):
-        base = _baseline(g)
-        if base is None:
-            continue
+        base, plain = _baselines(sub, model)
         for i in g.index:
-            eff = t.at[i, "samples_per_s_per_rank_mean"] / base["samples_per_s_per_rank_mean"]
-            t.at[i, "baseline_world_size"] = base["world_size"]
-            t.at[i, "weak_efficiency"] = eff
-            t.at[i, "weak_efficiency_pct"] = 100 * eff
-            t.at[i, "scaled_speedup"] = t.at[i, "samples_per_s_mean"] / base["samples_per_s_mean"]
-    return t.sort_values(["model", "world_size", "nodes"]).reset_index(drop=True)
+            ok = _ok(sub, t.loc[i])
+            if base is not None:
+                t.at[i, "baseline_world_size"] = base["world_size"].iloc[0]
+                _ratio_columns(t, i, "weak_efficiency", ok["samples_per_s_per_rank"], base["samples_per_s_per_rank"])
+                t.at[i, "weak_efficiency_pct"] = 100 * t.at[i, "weak_efficiency"]
+                _ratio_columns(t, i, "scaled_speedup", ok["samples_per_s"], base["samples_per_s"])
+            if plain is not None:
+                _ratio_columns(t, i, "weak_efficiency_vs_nonddp", ok["samples_per_s_per_rank"],
+                               plain["samples_per_s_per_rank"])
+    return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
 def comm_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Exposed communication by placement, and the throughput an inter-node placement loses against
-    the intra-node (1 node) placement of the same world size: 100 * (intra - inter) / intra."""
+    """Exposed communication by placement, and the throughput a multi-node placement loses against
+    the intra-node (1 node) placement of the same world size: 100 * (1 - inter / intra), CI from the
+    throughput ratio's delta-method CI."""
     metrics = ["samples_per_s", "samples_per_s_per_rank", "exposed_comm_pct", "exposed_comm_s", "step_time_s",
                "nosync_step_time_s"]
-    t = aggregate(df[df["experiment"] == "comm"], metrics)
-    t["intra_samples_per_s"] = math.nan
-    t["inter_vs_intra_loss_pct"] = math.nan
-    for (model, p), g in t.groupby(["model", "world_size"]):
-        intra = g[(g["nodes"] == 1) & (g["n_ok"] > 0)]
+    sub = df[df["experiment"] == "comm"]
+    t = aggregate(sub, metrics)
+    for c in ("intra_samples_per_s", "inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo",
+              "inter_vs_intra_loss_pct_ci_hi", "intra_n_ok"):
+        t[c] = math.nan
+    for _, g in t.groupby(["model", "world_size"]):
+        intra = g[(g["placement_class"] == INTRA) & (g["n_ok"] > 0) & g["ddp"].astype(bool)]
         if intra.empty:
             continue
-        ref = intra.iloc[0]["samples_per_s_mean"]
+        ref = _ok(sub, intra.iloc[0])["samples_per_s"]
         for i in g.index:
-            if t.at[i, "nodes"] > 1:
-                t.at[i, "intra_samples_per_s"] = ref
-                t.at[i, "inter_vs_intra_loss_pct"] = 100 * (ref - t.at[i, "samples_per_s_mean"]) / ref
-    return t.sort_values(["model", "world_size", "nodes"]).reset_index(drop=True)
+            if t.at[i, "nodes"] > 1 and bool(t.at[i, "ddp"]):
+                r = ratio_ci(_ok(sub, t.loc[i])["samples_per_s"], ref)
+                t.at[i, "intra_samples_per_s"] = float(ref.mean())
+                t.at[i, "intra_n_ok"] = len(ref)
+                t.at[i, "inter_vs_intra_loss_pct"] = 100 * (1 - r["ratio"])
+                # the loss falls as the ratio rises: the CI's ends swap
+                t.at[i, "inter_vs_intra_loss_pct_ci_lo"] = 100 * (1 - r["ci_hi"])
+                t.at[i, "inter_vs_intra_loss_pct_ci_hi"] = 100 * (1 - r["ci_lo"])
+    return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
 def model_size_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -169,57 +254,45 @@ def model_size_table(df: pd.DataFrame) -> pd.DataFrame:
     t["num_params"] = t["num_params_median"]
     t["params_per_gb"] = t["num_params"] / (t["peak_mem_bytes_mean"] / GB)
     t["samples_per_s_per_rank_per_param"] = t["samples_per_s_per_rank_mean"] / t["num_params"]
-    kinds = sub[sub["status"] == "ok"].groupby("hidden_width")["mem_kind"].first() if "mem_kind" in sub else {}
-    t["mem_kind"] = [kinds.get(h) if hasattr(kinds, "get") else None for h in t["hidden_width"]]
+    ok = sub[sub["status"] == "ok"]
+    kinds = ok.groupby("hidden_width")["mem_kind"].first().to_dict() if "mem_kind" in ok and len(ok) else {}
+    t["mem_kind"] = [kinds.get(h) for h in t["hidden_width"]]
     return t.sort_values(["hidden_width", "model"]).reset_index(drop=True)
 
 
-def amdahl_fit(p: list[float], speedup: list[float]) -> float:
-    """Least-squares serial fraction f of Amdahl's law S = 1 / (f + (1 - f) / p), fitted in the
-    linear form 1/S - 1/p = f * (1 - 1/p) over the points with p > 1."""
-    pairs = [(1 - 1 / q, 1 / s - 1 / q) for q, s in zip(p, speedup) if q > 1 and s > 0]
-    den = sum(u * u for u, _ in pairs)
-    return sum(u * y for u, y in pairs) / den if den else float("nan")
+def allreduce_table(ar: pd.DataFrame) -> pd.DataFrame:
+    """The all-reduce sweep per topology and buffer size over its ok repeats: time (mean, 95% CI),
+    algbw = size / time and busbw = algbw * 2 (p - 1) / p (the bytes each rank's link carries in a
+    ring all-reduce, comparable across p)."""
+    keys = ["placement_class", "nodes", "gpus_per_node", "world_size", "size_bytes"]
+    cols = keys + ["n_ok", "time_s_mean", "time_s_ci_lo", "time_s_ci_hi", "algbw_gbps", "busbw_gbps"]
+    if ar.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for key, g in ar.groupby(keys, sort=True):
+        st = summarize(g["time_s"])
+        p = key[3]
+        algbw = key[4] / st["mean"] / 1e9
+        rows.append(dict(zip(keys, key), n_ok=st["n"], time_s_mean=st["mean"],
+                         time_s_ci_lo=max(st["ci_lo"], 0.0) if not math.isnan(st["ci_lo"]) else math.nan,
+                         time_s_ci_hi=st["ci_hi"], algbw_gbps=algbw, busbw_gbps=algbw * 2 * (p - 1) / p))
+    return pd.DataFrame(rows, columns=cols)
 
 
-def gustafson_fit(p: list[float], scaled_speedup: list[float]) -> float:
-    """Least-squares serial fraction a of Gustafson's law S = p - a (p - 1) over the points with p > 1."""
-    pairs = [(q - 1, q - s) for q, s in zip(p, scaled_speedup) if q > 1]
-    den = sum(u * u for u, _ in pairs)
-    return sum(u * y for u, y in pairs) / den if den else float("nan")
-
-
-def fits(strong: pd.DataFrame, weak: pd.DataFrame) -> dict:
-    """Amdahl (strong) and Gustafson (weak) serial fractions per model, with the speedup they predict
-    at twice and four times the largest measured world size (a model, not a measurement)."""
-    out: dict = {}
-    for model, g in strong.dropna(subset=["speedup"]).groupby("model"):
-        rel = (g["world_size"] / g["baseline_world_size"]).tolist()
-        f = amdahl_fit(rel, g["speedup"].tolist())
-        pmax = max(rel)
-        pred = {str(int(k * pmax)): (1 / (f + (1 - f) / (k * pmax)) if not math.isnan(f) else None) for k in (2, 4)}
-        out.setdefault(model, {})["amdahl"] = {"serial_fraction": None if math.isnan(f) else f,
-                                               "num_points": int(sum(q > 1 for q in rel)),
-                                               "predicted_speedup": pred}
-    for model, g in weak.dropna(subset=["scaled_speedup"]).groupby("model"):
-        rel = (g["world_size"] / g["baseline_world_size"]).tolist()
-        a = gustafson_fit(rel, g["scaled_speedup"].tolist())
-        out.setdefault(model, {})["gustafson"] = {"serial_fraction": None if math.isnan(a) else a,
-                                                  "num_points": int(sum(q > 1 for q in rel))}
-    return out
-
-
-def compute_tables(measurements: pd.DataFrame) -> dict:
-    """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size'}
-    DataFrames and 'fits' (a dict)."""
-    df = clean(measurements)
-    ddp = df[df["ddp"].astype(str) != "False"] if "ddp" in df else df  # non-DDP baselines: not a world size
+def compute_tables(measurements: pd.DataFrame, loss_curves: pd.DataFrame | None = None,
+                   allreduce: pd.DataFrame | None = None, thresholds: dict | None = None) -> dict:
+    """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size',
+    'allreduce_sizes'} DataFrames and 'fits' (a dict). `thresholds` = the config's report section (target
+    loss, bootstrap size)."""
+    thresholds = thresholds or {}
+    df = per_repeat(clean(measurements), clean_curves(loss_curves), thresholds)
     tables = {
         "points": points_status(df),
-        "strong": strong_table(ddp),
-        "weak": weak_table(ddp),
+        "strong": strong_table(df),
+        "weak": weak_table(df),
         "comm": comm_table(df),
         "model_size": model_size_table(df),
+        "allreduce_sizes": allreduce_table(clean_allreduce(allreduce)),
     }
-    tables["fits"] = fits(tables["strong"], tables["weak"])
+    tables["fits"] = law_fits.fits(df, int(thresholds.get("bootstrap_samples", 500)))
     return tables

@@ -18,6 +18,8 @@ import pandas as pd
 
 from kan import record as records
 
+from .columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, placement_class
+
 # every column measurements.csv has, in order; units are in the names
 COLUMNS = [
     "point_id", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
@@ -31,11 +33,7 @@ COLUMNS = [
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "finished_utc",
 ]
-CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
-                 "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
-ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "rep", "backend",
-                     "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
-SIMULATED = "simulated inter-node (one host)"
+CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
 
 def model_label(point: dict) -> str:
@@ -44,19 +42,6 @@ def model_label(point: dict) -> str:
     m = point["model"]
     name = m["impl"] if m["impl"].startswith("mlp") else f"kan-{m['basis']}"
     return f"{name} [{','.join(map(str, m['widths']))}]"
-
-
-def placement_class(nodes: int, world_size: int, num_hosts: int | None, on_slurm: bool) -> str:
-    """single-rank | intra-node | inter-node | simulated inter-node (one host). Several "nodes" whose
-    ranks all ran on one host (local runs: torchrun agents on 127.0.0.1) only simulate the inter-node
-    path; without a record the host count is unknown and a local run is taken for a simulation."""
-    if world_size == 1:
-        return "single-rank"
-    if nodes == 1:
-        return "intra-node"
-    if num_hosts is None:
-        return "inter-node" if on_slurm else SIMULATED
-    return "inter-node" if num_hosts > 1 else SIMULATED
 
 
 def read_state(path: str | Path, point_id: str) -> tuple[str, dict | None, str | None]:
@@ -121,7 +106,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
     ranks = rec.get("ranks") or []
     isolation = _get(rec, "launch", "isolation") or {}
     on_slurm = bool(_get(prov, "slurm", "slurm_job_id"))
-    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm)
+    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm=on_slurm)
     if record is None:
         return row
     row.update({

@@ -1,0 +1,137 @@
+"""The performance model on synthetic data from known compute and alpha-beta terms (no timing
+thresholds: the inputs are made-up numbers, only the arithmetic is checked)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scaling.columns import clean, clean_allreduce
+from scaling.io import json_safe
+from scaling.perfmodel import build_model, fit_all, fit_comm, fit_sweep, ring, training_rows, validate
+from scaling_data import allreduce_sweep, frame, row
+
+ALPHA, BETA = 2e-5, 1e-9  # 20 us per message, 1 GB/s
+
+
+def point(p, rep, b, step, nosync, exposed, params=5377, experiment="strong", nodes=1, num_hosts=None):
+    r = row(experiment, nodes, p // nodes, rep, samples_per_s=b * p / step, batch_per_rank=b, num_params=params,
+            num_hosts=num_hosts)
+    r.update(step_time_s=step, nosync_step_time_s=nosync, exposed_comm_s=exposed, grads_bytes=4 * params)
+    return r
+
+
+def synthetic(exposure=0.5, noise=0.01, seed=1, sizes=(1, 2, 4, 8), reps=3, global_batch=1024):
+    """Strong scaling at a fixed global batch: compute = 1 ms + 2 us * b, exposed = exposure * ring."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    n = 4 * 5377
+    for p in sizes:
+        b = global_batch // p
+        for rep in range(reps):
+            comp = (1e-3 + 2e-6 * b) * (1 + noise * rng.standard_normal())
+            exposed = exposure * float(ring(p, n, ALPHA, BETA)) + 1e-6 * rng.standard_normal()
+            rows.append(point(p, rep, b, comp + exposed, comp, exposed))
+    return clean(frame(rows))
+
+
+def sweep(noise=0.02, seed=2):
+    rng = np.random.default_rng(seed)
+    topo = ((1, 2, "intra-node"), (1, 4, "intra-node"), (1, 8, "intra-node"))
+    return clean_allreduce(allreduce_sweep(ALPHA, BETA, topo, tuple(4096 * 4 ** k for k in range(8)), reps=2,
+                                           noise=lambda rep, n: noise * rng.standard_normal()))
+
+
+def test_alpha_beta_recovered_from_a_noisy_sweep():
+    # 2% noise on every time: alpha within 5%, beta within 2%
+    (alpha, beta), bound = fit_sweep(sweep())
+    assert alpha == pytest.approx(ALPHA, rel=0.05) and beta == pytest.approx(BETA, rel=0.02)
+    assert bound == [False, False]
+
+
+def test_compute_and_exposure_recovered():
+    fit = fit_all(training_rows(synthetic()), sweep())
+    comp = fit["compute"]["kan-bspline"]
+    assert comp["terms"] == ["c0_s", "per_sample_s"]  # one parameter count: no per-parameter term
+    assert comp["x"][0] == pytest.approx(1e-3, rel=0.1) and comp["x"][1] == pytest.approx(2e-6, rel=0.05)
+    comm = fit["comm"]["intra-node"]
+    assert comm["exposure"] == pytest.approx(0.5, rel=0.05) and not comm["exposure_assumed"]
+
+
+def test_alpha_beta_from_exposed_comm_alone():
+    # no sweep: exposed = ring (exposure 1) at three world sizes > 1 separates alpha from beta
+    comm = fit_comm("intra-node", training_rows(synthetic(exposure=1.0, noise=0.0)), clean_allreduce(None))
+    assert comm["alpha_s"] == pytest.approx(ALPHA, rel=0.05) and comm["beta_s_per_byte"] == pytest.approx(BETA, rel=0.1)
+    assert "no sweep" in comm["source"]
+
+
+def test_one_world_size_and_no_sweep_cannot_separate_alpha_beta():
+    fit = fit_all(training_rows(synthetic(sizes=(1, 2))), clean_allreduce(None))
+    assert "cannot separate alpha from beta" in fit["comm"]["intra-node"]
+
+
+def test_loo_mape_on_a_hand_checkable_case():
+    # fixed global batch 4: p = 1 runs b = 4, p = 2 runs b = 2; one parameter count and 100 gradient bytes.
+    # Sweep only at p = 4 (alpha 0.05 s, beta 1e-3 s/byte): ring(2, 100) = 2 * 0.05 + 100 * 1e-3 = 0.2 s.
+    df = clean(frame([point(1, 0, 4, step=2.5, nosync=2.4, exposed=0.1, params=25),
+                      point(2, 0, 2, step=1.75, nosync=1.0, exposed=0.75, params=25)]))
+    ar = clean_allreduce(allreduce_sweep(0.05, 1e-3, ((1, 4, "intra-node"),), (1000, 10000), reps=1))
+    v = validate(training_rows(df), ar, "kan-bspline [2,64,1]", "intra-node")
+    # without p = 1: compute = k * b with k = 1.0 / 2 (one batch: proportional), so p = 1 -> 0.5 * 4 = 2.0 s
+    #   vs 2.5 s measured: -20%;
+    # without p = 2: k = 2.4 / 4 = 0.6, compute(2) = 1.2 s, no p > 1 training point -> exposure 1 assumed,
+    #   step = 1.2 + 0.2 = 1.4 s vs 1.75 s measured: -20%.  MAPE = (20 + 20) / 2 = 20%
+    per_p = {e["world_size"]: e["error_pct"] for e in v["per_world_size"]}
+    assert per_p[1] == pytest.approx(-20.0, abs=1e-6) and per_p[2] == pytest.approx(-20.0, abs=1e-6)
+    assert v["loo_mape_pct"] == pytest.approx(20.0, abs=1e-6) and v["world_sizes_validated"] == [1, 2]
+
+
+def test_validation_says_why_when_no_world_size_above_one_can_be_held_out():
+    df = synthetic(sizes=(1, 2))
+    v = validate(training_rows(df), sweep()[lambda a: a["world_size"] == 2], "kan-bspline [2,64,1]", "intra-node")
+    assert v["loo_mape_pct"] is None and "communication term is untested" in v["reason"]
+    assert any("reason" in e and e["world_size"] == 2 for e in v["per_world_size"])
+
+
+def test_model_json_predicts_validates_and_recommends():
+    th = {"bootstrap_samples": 30, "predict_max_factor": 8, "max_gpus_per_node": 64, "efficiency_threshold": 0.5}
+    m = build_model(synthetic(), sweep(), th)
+    json.dumps(json_safe(m), allow_nan=False)  # model.json is valid JSON
+    one = m["models"]["kan-bspline [2,64,1]"]
+    assert one["work"] == {"samples": 10000, "epochs": 2, "batch_rule": "fixed global batch", "global_batch": 1024}
+    intra = one["placements"]["intra-node"]
+    assert intra["validation"]["loo_mape_pct"] is not None and intra["validation"]["world_sizes_validated"] == [1, 2, 4, 8]
+    preds = {r["world_size"]: r for r in intra["predictions"]}
+    assert max(preds) == 64  # 8 x the largest measured world size
+    assert preds[16]["extrapolated"] and not preds[8]["extrapolated"] and preds[16]["batch_per_rank"] == 64
+    band = preds[16]["time_s"]
+    assert band["lo"] <= band["value"] <= band["hi"]
+    assert preds[1]["speedup"]["value"] == pytest.approx(1.0)
+    for r in intra["predictions"]:
+        assert r["gpu_hours"] == pytest.approx(r["world_size"] * r["time_s"]["value"] / 3600)
+        assert r["efficiency"]["value"] == pytest.approx(r["speedup"]["value"] / r["world_size"])
+    rec = one["recommendation"]
+    assert rec["fastest"]["efficiency"]["value"] >= 0.5
+    faster = [r for r in intra["predictions"] if r["efficiency"]["value"] >= 0.5]
+    assert rec["fastest"]["time_s"]["value"] == min(r["time_s"]["value"] for r in faster)
+    assert rec["cheapest"]["world_size"] == 1  # efficiency <= 1 everywhere: one rank costs the fewest GPU-hours
+    assert "LOO MAPE" in rec["fastest"]["validation"]
+
+
+def test_simulated_inter_node_is_never_recommended():
+    rows = [point(1, r, 512, 0.5, 0.5, 0.0) for r in range(2)]
+    rows += [point(2, r, 256, 0.26, 0.25, 0.01, nodes=2, num_hosts=1) for r in range(2)]
+    ar = allreduce_sweep(ALPHA, BETA, ((2, 1, "inter-node"),), reps=1).assign(num_hosts=1)
+    m = build_model(clean(frame(rows)), clean_allreduce(ar), {"bootstrap_samples": 20})
+    one = m["models"]["kan-bspline [2,64,1]"]
+    assert "simulated inter-node (one host)" in one["placements"]
+    rec = one["recommendation"]
+    assert rec["cheapest"]["placement_class"] == "single-rank"
+    assert any("shared one host" in x for x in rec["not_considered"])
+    assert all(c["placement_class"] != "simulated inter-node (one host)" for c in (rec["fastest"], rec["cheapest"]) if c)
+
+
+def test_no_training_point_gives_a_reason():
+    m = build_model(clean(frame([row("strong", 1, 1, status="failed", reason="oom")])), clean_allreduce(pd.DataFrame()),
+                    {"bootstrap_samples": 20})
+    assert m["models"] == {} and m["reason"]

@@ -1,0 +1,27 @@
+"""Snakemake script: measurements.csv + allreduce.csv -> model.json (the performance model: fitted
+terms with CIs, leave-one-world-size-out validation, predictions, a recommendation per model)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling.columns import clean, clean_allreduce  # noqa: E402
+from scaling.io import read_csv, write_json  # noqa: E402
+from scaling.perfmodel import build_model  # noqa: E402
+
+
+def main(measurements: str, allreduce: str, thresholds: dict, out: str) -> None:
+    model = build_model(clean(read_csv(measurements)), clean_allreduce(read_csv(allreduce)), thresholds)
+    write_json(model, out)
+    for name, m in model["models"].items():
+        for cls, entry in m.get("placements", {}).items():
+            v = entry.get("validation", {})
+            print(f"{name} {cls}: LOO MAPE {v.get('loo_mape_pct')} {v.get('reason', entry.get('reason', ''))}",
+                  file=sys.stderr)
+
+
+if __name__ == "__main__":
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stderr = log
+        main(snakemake.input.measurements, snakemake.input.allreduce, snakemake.params.thresholds,  # noqa: F821
+             snakemake.output[0])  # noqa: F821

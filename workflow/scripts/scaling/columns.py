@@ -1,0 +1,124 @@
+"""Reading measurements.csv, loss_curves.csv and allreduce.csv into typed frames: numbers as floats,
+flags as booleans, and the columns older files lack filled in from what they do have.
+
+A CSV written by an older collector may lack `ddp` (every point was DDP then) or `placement_class`
+(derived here from nodes, world size and the number of distinct hosts the ranks ran on).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+SINGLE = "single-rank"
+INTRA = "intra-node"
+INTER = "inter-node"
+SIMULATED = "simulated inter-node (one host)"
+PLACEMENTS = (SINGLE, INTRA, INTER, SIMULATED)
+# classes a topology recommendation may be drawn from: two "nodes" on one host share its memory
+# bus, not a network, so their timings say nothing about a real inter-node link
+REAL_PLACEMENTS = (SINGLE, INTRA, INTER)
+
+NUMERIC = [
+    "nodes", "gpus_per_node", "world_size", "hidden_width", "grid_size", "spline_order", "epochs",
+    "batch_per_rank", "global_batch", "samples", "rep", "num_params", "step_time_s", "nosync_step_time_s",
+    "exposed_comm_s", "exposed_comm_pct", "samples_per_s", "samples_per_s_per_rank", "epoch_time_s",
+    "train_time_s", "peak_mem_bytes", "peak_mem_gib", "baseline_rss_bytes", "weights_bytes", "grads_bytes",
+    "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts",
+]
+LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
+                      "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
+ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "rep", "backend",
+                     "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
+
+
+def as_bool(v, default: bool | None = None) -> bool | None:
+    """A CSV flag as a bool: True/False, 1/0, "true"/"false" (any case); empty -> default."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return default
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return bool(v)
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    return default
+
+
+def placement_class(nodes, world_size, num_hosts, given=None, on_slurm: bool = True) -> str:
+    """single-rank (p = 1), intra-node (one node), inter-node, or simulated inter-node when a
+    multi-node point's ranks all ran on one host. A record's own count of hosts wins over the
+    label a collector wrote: one host is never a real inter-node link. Without a host count (no ok
+    record), a local run's several "nodes" are a simulation (torchrun agents on 127.0.0.1)."""
+    if isinstance(given, str) and given in PLACEMENTS and not (given == INTER and num_hosts == 1):
+        return given
+    if world_size == 1:
+        return SINGLE
+    if nodes == 1:
+        return INTRA
+    if num_hosts is None or (isinstance(num_hosts, float) and math.isnan(num_hosts)):
+        return INTER if on_slurm else SIMULATED
+    return SIMULATED if num_hosts == 1 else INTER
+
+
+def model_family(model: str) -> str:
+    """'kan-bspline [2,64,1]' -> 'kan-bspline': the implementation, without the widths."""
+    return str(model).split("[")[0].strip()
+
+
+def clean(df: pd.DataFrame) -> pd.DataFrame:
+    """Numeric columns as floats, status as a plain string ('missing' where empty), `ddp` as bool
+    (True where absent), `placement_class` filled in, `contended` as bool (False where absent)."""
+    df = df.copy()
+    for c in NUMERIC:
+        if c in df:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    df["status"] = df["status"].fillna("missing").astype(str)
+    df["reason"] = df["reason"].where(df["reason"].notna(), None) if "reason" in df else None
+    df["ddp"] = [as_bool(v, True) for v in df["ddp"]] if "ddp" in df else True
+    df["contended"] = [as_bool(v, False) for v in df["contended"]] if "contended" in df else False
+    hosts = df["num_hosts"] if "num_hosts" in df else pd.Series(math.nan, index=df.index)
+    given = df["placement_class"] if "placement_class" in df else pd.Series(None, index=df.index)
+    df["placement_class"] = [placement_class(n, p, h, g) for n, p, h, g in
+                             zip(df["nodes"], df["world_size"], hosts, given)]
+    if "grads_bytes" in df and "num_params" in df:
+        # float32 gradients: 4 bytes per parameter where a record did not say
+        df["grads_bytes"] = df["grads_bytes"].fillna(4 * df["num_params"])
+    if "batch_per_rank" in df and "nosync_step_time_s" in df:
+        # compute-only per-rank throughput: the no_sync step has no gradient all-reduce
+        df["compute_samples_per_s_per_rank"] = df["batch_per_rank"] / df["nosync_step_time_s"]
+    return df
+
+
+def clean_curves(curves: pd.DataFrame | None) -> pd.DataFrame:
+    """loss_curves.csv typed; an absent or header-only file gives an empty frame with the columns."""
+    if curves is None or curves.empty:
+        return pd.DataFrame(columns=LOSS_CURVE_COLUMNS)
+    curves = curves.copy()
+    for c in ("world_size", "nodes", "gpus_per_node", "rep", "step", "samples_seen", "elapsed_s", "train_loss"):
+        if c in curves:
+            curves[c] = pd.to_numeric(curves[c], errors="coerce")
+    curves["ddp"] = [as_bool(v, True) for v in curves["ddp"]] if "ddp" in curves else True
+    return curves
+
+
+def clean_allreduce(ar: pd.DataFrame | None) -> pd.DataFrame:
+    """allreduce.csv typed, ok rows only, placement_class filled in; empty frame when absent."""
+    if ar is None or ar.empty:
+        return pd.DataFrame(columns=ALLREDUCE_COLUMNS)
+    ar = ar.copy()
+    for c in ("nodes", "gpus_per_node", "world_size", "rep", "size_bytes", "time_s", "time_p10_s", "time_p90_s",
+              "algbw_gbps", "busbw_gbps", "num_hosts"):
+        if c in ar:
+            ar[c] = pd.to_numeric(ar[c], errors="coerce")
+    status = ar["status"].fillna("ok").astype(str) if "status" in ar else pd.Series("ok", index=ar.index)
+    ar = ar[(status == "ok") & (ar["time_s"] > 0)].copy()
+    hosts = ar["num_hosts"] if "num_hosts" in ar else pd.Series(math.nan, index=ar.index)
+    given = ar["placement_class"] if "placement_class" in ar else pd.Series(None, index=ar.index)
+    ar["placement_class"] = [placement_class(n, p, h, g) for n, p, h, g in
+                             zip(ar["nodes"], ar["world_size"], hosts, given)]
+    return ar.reset_index(drop=True)

@@ -1,0 +1,83 @@
+"""Time to a target training loss: speedup at equal epochs is not speedup to the same model (a larger
+global batch takes fewer optimiser steps per epoch), so each point also gets the training time it
+took to reach one loss.
+
+The target of an experiment and model is `report.target_loss` when set, else
+target_loss_factor x the final training loss of the world-1 DDP point of that experiment and model,
+averaged over its repeats (the last entry of each repeat's loss curve). A point reaches it at the
+first curve entry at or below the target; the time is interpolated linearly between that entry and
+the one before it (elapsed_s is training time since the first step, start-up excluded).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+NOT_REACHED = "not reached"
+
+
+def rule_text(thresholds: dict) -> str:
+    if thresholds.get("target_loss") is not None:
+        return f"target loss {float(thresholds['target_loss']):g} (report.target_loss)"
+    factor = float(thresholds.get("target_loss_factor", 1.5))
+    return (f"target loss = {factor:g} × the final training loss of the world-1 DDP point of the same experiment "
+            f"and model (mean over its repeats; report.target_loss_factor)")
+
+
+def time_to_target(curve: pd.DataFrame, target: float) -> float:
+    """Seconds of training until the loss first reaches `target` (NaN: not reached). Entries are
+    sorted by step; between the last entry above and the first at/below the target the loss is taken
+    as linear in time: t = t0 + (t1 - t0) * (l0 - target) / (l0 - l1)."""
+    c = curve.dropna(subset=["elapsed_s", "train_loss"]).sort_values("step")
+    prev = None
+    for t, loss in zip(c["elapsed_s"], c["train_loss"]):
+        if loss <= target:
+            if prev is None or prev[1] == loss:
+                return float(t)
+            t0, l0 = prev
+            return float(t0 + (t - t0) * (l0 - target) / (l0 - loss))
+        prev = (t, loss)
+    return math.nan
+
+
+def targets(curves: pd.DataFrame, thresholds: dict) -> dict[tuple[str, str], float]:
+    """{(experiment, model): target loss}; a pair whose world-1 DDP point has no curve gets none."""
+    fixed = thresholds.get("target_loss")
+    factor = float(thresholds.get("target_loss_factor", 1.5))
+    out = {}
+    for (exp, model), g in curves.groupby(["experiment", "model"]):
+        if fixed is not None:
+            out[(exp, model)] = float(fixed)
+            continue
+        base = g[(g["world_size"] == 1) & g["ddp"].astype(bool)]
+        finals = [r.sort_values("step")["train_loss"].dropna().iloc[-1]
+                  for _, r in base.groupby(["point_id", "rep"]) if r["train_loss"].notna().any()]
+        if finals:
+            out[(exp, model)] = factor * sum(finals) / len(finals)
+    return out
+
+
+def per_repeat(measurements: pd.DataFrame, curves: pd.DataFrame, thresholds: dict) -> pd.DataFrame:
+    """The measurements with `target_loss`, `time_to_target_s` (NaN when not reached or no curve) and
+    `target_reached` (True / False; None without a curve or a target) per point x repeat."""
+    df = measurements.copy()
+    df["target_loss"] = math.nan
+    df["time_to_target_s"] = math.nan
+    df["target_reached"] = None
+    if curves.empty:
+        return df
+    goal = targets(curves, thresholds)
+    # a curve belongs to one point x repeat
+    by_run = {(pid, int(rep)): g for (pid, rep), g in curves.groupby(["point_id", "rep"])}
+    for i, r in df[df["status"] == "ok"].iterrows():
+        target = goal.get((r["experiment"], r["model"]))
+        curve = by_run.get((r["point_id"], int(r["rep"])))
+        if target is None or curve is None:
+            continue
+        t = time_to_target(curve, target)
+        df.at[i, "target_loss"] = target
+        df.at[i, "time_to_target_s"] = t
+        df.at[i, "target_reached"] = not math.isnan(t)
+    return df
