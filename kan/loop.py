@@ -217,11 +217,13 @@ def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float
 
 
 def _num_buckets(net) -> int | None:
-    """How many gradient buckets DDP formed (after the first backward); None when torch hides it."""
+    """How many gradient buckets DDP formed (its logging data lists their sizes, e.g. "1048576, 17668");
+    None when torch does not say. DDP's first bucket is at least 1 MiB whatever bucket_cap_mb is."""
     try:
-        return int(net._get_ddp_logging_data().get("num_buckets_reduced", 0)) or None
+        sizes = str(net._get_ddp_logging_data().get("bucket_sizes", ""))
     except Exception:  # a private API; losing it only loses a diagnostic
         return None
+    return len([x for x in sizes.replace(" ", "").split(",") if x]) or None
 
 
 def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> dict:

@@ -1,7 +1,7 @@
 """The analysis and report rules under Snakemake, on synthetic point records (no training): a copy of
 the workflow gets one record per planned point of config/local.yaml (one of them failed, with markup in
 its reason) and Snakemake builds measurements.csv -> tables, model.json -> figures -> guidelines ->
-report.html. The records carry no loss curves and no all-reduce sweep: those sections say so."""
+report.html. The records carry a one-entry loss curve, and the all-reduce points an alpha-beta sweep."""
 
 import copy
 import json
@@ -16,39 +16,58 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 import plan  # noqa: E402
+from kan import record as records  # noqa: E402
+from kan.config import Point  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]
 
 
-def record(point: dict, status: str = "ok", reason: str | None = None) -> dict:
-    """A record shaped like kan.train's, with throughput from an Amdahl-like model (serial part 10%)."""
-    p = point["world_size"]
-    tput = 20000.0 * (1 / (0.1 + 0.9 / p)) * (1 + 0.01 * point["rep"]) * (64 / point["hidden_width"]) ** 0.5
-    if point["nodes"] > 1:
-        tput *= 0.8
-    step = point["global_batch"] / tput
-    nbytes = point["hidden_width"] * 84 * 4
-    rec = {
-        "record_version": 1, "status": status, "reason": reason, "world_size": p, "num_nodes": point["nodes"],
-        "launcher": "torchrun", "device_type": "cpu", "backend": "gloo",
+def record(pt: Point, status: str = "ok", reason: str | None = None) -> dict:
+    """A record shaped like kan.train's, with throughput from an Amdahl-like model (serial part 10%)
+    and, for all-reduce points, a sweep from an alpha-beta model (alpha 50 us, 1 GB/s bus)."""
+    p, nodes = pt.placement.world_size, pt.placement.nodes
+    rec = records.failure(pt.to_json(), status, reason) if status != "ok" else {
+        "record_version": records.RECORD_VERSION, "point": pt.to_json(), "status": "ok", "reason": None,
+        "finished_utc": "2026-12-01T00:00:00+00:00"}
+    rec.update({
+        "world_size": p, "num_nodes": nodes, "launcher": "torchrun", "device_type": "cpu", "backend": "gloo",
         "provenance": {"git_sha": "0123456789abcdef", "git_dirty": False, "python": "3.11", "torch": "2.13.0+cpu",
                        "cuda": None, "nccl": None, "platform": "test", "slurm": {"slurm_job_id": "77"}},
-        "ranks": [{"hostname": f"host{i // point['gpus_per_node']}", "device_name": "cpu"} for i in range(p)],
-        "num_hosts": point["nodes"], "finished_utc": "2026-12-01T00:00:00+00:00",
-    }
-    if status == "ok":
-        rec.update({
-            "timing": {"step_time_s": step, "nosync_step_time_s": step * (0.7 if p > 1 else 1.0),
-                       "step_s": {"p10": step * 0.9, "p90": step * 1.1}, "train_time_s": 1.0, "epoch_time_s": 0.5},
-            "throughput": {"samples_per_s": tput, "samples_per_s_per_rank": tput / p, "samples_per_s_wall": tput},
-            "comm": {"exposed_s": step * (0.3 if p > 1 else 0.0), "exposed_pct": 30.0 if p > 1 else 0.0},
-            "memory": {"kind": "cpu_peak_rss", "peak_bytes": 2e8 + 1e6 * point["hidden_width"],
-                       "peak_gib": (2e8 + 1e6 * point["hidden_width"]) / 2**30, "baseline_rss_bytes": 1.9e8,
-                       "weights_bytes": nbytes, "grads_bytes": nbytes, "optimizer_bytes": 2 * nbytes},
-            "model": {"num_params": point["hidden_width"] * 84}, "loss": {"final_train": 0.1, "test": 0.1},
-            "replicas_identical": True,
-        })
+        "ranks": [{"hostname": f"host{i // pt.placement.gpus_per_node}", "device_name": "cpu"} for i in range(p)],
+        "num_hosts": nodes,
+    })
+    if status != "ok":
+        return rec
+    if pt.experiment == "allreduce":
+        sizes = []
+        for n in pt.allreduce.sizes_bytes:
+            t = 2 * (p - 1) * 50e-6 + 2 * (p - 1) / p * n * 1e-9
+            sizes.append({"size_bytes": n, "time_s": t, "time_p10_s": t * 0.9, "time_p90_s": t * 1.1,
+                          "algbw_gbps": n / t / 1e9, "busbw_gbps": n / t / 1e9 * 2 * (p - 1) / p, "iters": 20})
+        rec["allreduce"] = {"dtype": "float32", "iters": 20, "warmup": 5, "backend": "gloo", "sizes": sizes}
+        return rec
+    hidden = pt.model.widths[1]
+    tput = 20000.0 * (1 / (0.1 + 0.9 / p)) * (1 + 0.01 * pt.rep) * (64 / hidden) ** 0.5
+    if nodes > 1:
+        tput *= 0.8
+    global_batch = pt.train.batch_per_rank * p
+    step = global_batch / tput
+    nbytes = hidden * 84 * 4
+    rec.update({
+        "timing": {"step_time_s": step, "nosync_step_time_s": step * (0.7 if p > 1 else 1.0),
+                   "step_s": {"p10": step * 0.9, "p90": step * 1.1}, "train_time_s": 1.0, "epoch_time_s": 0.5,
+                   "num_steps": 40},
+        "throughput": {"samples_per_s": tput, "samples_per_s_per_rank": tput / p, "samples_per_s_wall": tput},
+        "comm": {"exposed_s": step * (0.3 if p > 1 else 0.0), "exposed_pct": 30.0 if p > 1 else 0.0},
+        "memory": {"kind": "cpu_peak_rss", "peak_bytes": int(2e8 + 1e6 * hidden),
+                   "peak_gib": (2e8 + 1e6 * hidden) / 2**30, "baseline_rss_bytes": int(1.9e8),
+                   "weights_bytes": nbytes, "grads_bytes": nbytes, "optimizer_bytes": 2 * nbytes},
+        "model": {"num_params": hidden * 84},
+        "loss": {"final_train": 0.1, "test": 0.1, "curve": [{"step": 40, "samples_seen": 40 * global_batch,
+                                                              "elapsed_s": 1.0, "train_loss": 0.1}]},
+        "replicas_identical": True,
+    })
     return rec
 
 
@@ -60,8 +79,9 @@ def workdir(tmp_path_factory):
         (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
     cfg = plan.load_config(ROOT / "config" / "local.yaml")
     points = plan.build_points(copy.deepcopy(cfg))
-    for i, (pid, point) in enumerate(points.items()):
-        failed = i == len(points) - 1
+    training = [pid for pid, pt in points.items() if pt.experiment != "allreduce"]
+    for pid, point in points.items():
+        failed = pid == training[-1]
         rec = record(point, "failed" if failed else "ok", "<b>rank 0</b> exited" if failed else None)
         (wd / "results/local/points").mkdir(parents=True, exist_ok=True)
         (wd / "results/local/benchmarks").mkdir(parents=True, exist_ok=True)
@@ -83,9 +103,9 @@ def test_workflow_builds_report(workdir):
     for sid in ("summary", "strong", "weak", "comm", "model_size", "model", "guidelines"):
         assert f'<section id="{sid}">' in html
     assert "&lt;b&gt;rank 0&lt;/b&gt; exited" in html and "<b>rank 0</b>" not in html
-    # no loss curves and no all-reduce sweep in these records: 5 figures, 2 placeholders
-    assert html.count('<img src="data:image/png;base64,') == 5
-    assert "no loss curve recorded" in html and "no all-reduce sweep measured" in html
+    # every figure, loss curves and the all-reduce sweep included
+    assert html.count('<img src="data:image/png;base64,') == 7
+    assert "no loss curve recorded" not in html and "no all-reduce sweep measured" not in html
     assert "not enough world sizes to fit (have 2, need 3)" in html  # local.yaml: world sizes 1 and 2
     g = json.loads((workdir / "results/local/guidelines.json").read_text())["guidelines"]
     strong = next(x for x in g if x["id"].startswith("strong-efficiency"))

@@ -1,29 +1,39 @@
-"""The whole local study on a tiny config through real Snakemake, then the incremental cases:
-nothing changed -> nothing runs; one record deleted -> only that point (and what depends on it);
-a width added -> only the new points; a failed record -> only that point re-runs."""
+"""The whole local study on a tiny config through real Snakemake, from a checkout whose path holds a
+space and a `$(...)`, then what an operator does to it: nothing changed -> nothing runs; a record
+deleted, failed, truncated, emptied or hand-written -> exactly that point runs again; a width added
+-> only the new points; kill -9 of snakemake mid-point -> (after the README's --unlock) the point
+runs once more, with no concurrent duplicate and no orphan left behind."""
 
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from kan import record as records
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+STUDY = "tiny"
+
+
+def command(workdir: Path, configfile: Path, *extra: str) -> list[str]:
+    # the documented local command: the profile (keep-going, rerun-incomplete, one point at a time)
+    return [SNAKEMAKE, "--profile", str(workdir / "profiles" / "local"), "--configfile", str(configfile), *extra]
 
 
 def snakemake(workdir: Path, configfile: Path, *extra: str) -> str:
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--configfile", str(configfile),
-           "--cores", "2", "--resources", "measure_slots=1", "--keep-going", *extra]
-    r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(command(workdir, configfile, *extra), cwd=workdir, capture_output=True, text=True,
+                       timeout=900)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
     return out
@@ -43,37 +53,50 @@ def measured(log: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    work = tmp_path_factory.mktemp("study")
+    # a checkout path with a space and a command substitution: every shell path must stay quoted
+    work = tmp_path_factory.mktemp("study") / "kan scale $(touch PWNED)"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "config", "profiles"):
+        shutil.copytree(ROOT / name, work / name) if (ROOT / name).is_dir() else shutil.copy(ROOT / name, work)
     cfg = work / "tiny.yaml"
     shutil.copy(ROOT / "tests" / "configs" / "tiny.yaml", cfg)
     log = snakemake(work, cfg)
     return work, cfg, log
 
 
-def records(work: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in (work / "results" / "tiny" / "points").glob("*.json")}
+def points_dir(work: Path) -> Path:
+    return work / "results" / STUDY / "points"
+
+
+def records_of(work: Path) -> dict[str, dict]:
+    return {p.stem: records.read(p, p.stem) for p in points_dir(work).glob("*.json")}
 
 
 def test_full_study_produces_records_tables_and_report(study):
     work, cfg, log = study
-    recs = records(work)
-    assert len(recs) == 8, sorted(recs)
-    assert job_counts(log)["measure_point"] == 8
+    assert not list(work.parent.rglob("PWNED")) and not list(Path.cwd().glob("PWNED"))
+    recs = records_of(work)
+    # strong 1x1, 1x2 + non-DDP; weak 1x1, 1x2 + non-DDP; comm 1x2, 2x1; model_size 2 widths; allreduce 1x2, 2x1
+    assert len(recs) == 12, sorted(recs)
+    assert job_counts(log)["measure_point"] == 12
     assert all(r["status"] == "ok" for r in recs.values()), {k: r["reason"] for k, r in recs.items()}
-    two_node = [r for r in recs.values() if r["point"]["nodes"] == 2]
+    two_node = [r for r in recs.values() if r["point"]["placement"]["nodes"] == 2 and "timing" in r]
     assert len(two_node) == 1 and two_node[0]["num_nodes"] == 2 and two_node[0]["world_size"] == 2
     import pandas as pd
 
-    m = pd.read_csv(work / "results" / "tiny" / "measurements.csv")
-    assert len(m) == 8 and set(m["status"]) == {"ok"}
-    assert set(m["experiment"]) == {"strong", "weak", "comm", "model_size"}
-    assert m["job_wall_s"].notna().all() and (m["overhead_s"] > 0).all()
-    report = work / "reports" / "tiny" / "report.html"
-    html = report.read_text()
+    m = pd.read_csv(work / "results" / STUDY / "measurements.csv")
+    assert len(m) == 12 and set(m["status"]) == {"ok"}
+    assert set(m["experiment"]) == {"strong", "weak", "comm", "model_size", "allreduce"}
+    assert set(m.loc[m["nodes"] == 2, "placement_class"]) == {"simulated inter-node (one host)"}
+    training = m[m["experiment"] != "allreduce"]
+    assert training["job_wall_s"].notna().all() and (training["overhead_s"] > 0).all()
+    assert len(pd.read_csv(work / "results" / STUDY / "loss_curves.csv")) > 0
+    assert len(pd.read_csv(work / "results" / STUDY / "allreduce.csv")) == 2 * 8  # 2 topologies x 8 sizes
+    html = (work / "reports" / STUDY / "report.html").read_text()
     for section in ("strong", "weak", "comm", "model_size", "guidelines"):
         assert f'id="{section}"' in html, section
-    guidelines = json.loads((work / "results" / "tiny" / "guidelines.json").read_text())["guidelines"]
-    assert any(g["status"] == "advice" for g in guidelines)  # at least one computed guideline
+    # no launcher outlives its point, no claim is left behind
+    assert not list((work / "results" / STUDY / "attempts").glob("*/claim.json"))
 
 
 def test_nothing_changed_runs_nothing(study):
@@ -83,39 +106,93 @@ def test_nothing_changed_runs_nothing(study):
     assert "Nothing to be done" in log
 
 
-def test_deleted_record_reruns_only_that_point(study):
+def test_deleted_failed_and_invalid_records_rerun_exactly_those_points(study):
+    """What an operator (or a crash) does to records: each damaged point runs once more, nothing else."""
     work, cfg, _ = study
-    victim = sorted(records(work))[0]
-    (work / "results" / "tiny" / "points" / f"{victim}.json").unlink()
+    recs = records_of(work)
+    names = [n for n in sorted(recs) if recs[n]["point"]["experiment"] != "allreduce"]
+    damage = dict(zip(names, ["delete", "failed", "truncate", "empty", "hand-written ok", "another point's"]))
+    for victim, how in damage.items():
+        path = points_dir(work) / f"{victim}.json"
+        st = path.stat()
+        text = path.read_text()
+        if how == "delete":
+            path.unlink()
+            continue
+        if how == "failed":
+            rec = records.failure(recs[victim]["point"], "oom", "simulated", launch={"attempt": "x", "retry_token": ""})
+            records.write(path, rec)
+        else:
+            path.write_text({"truncate": text[: len(text) // 2], "empty": "", "hand-written ok": '{"status": "ok"}',
+                             "another point's": (points_dir(work) / f"{names[-1]}.json").read_text()}[how])
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: only the content says "run me again"
     log = snakemake(work, cfg)
     counts = job_counts(log)
-    assert counts.get("measure_point") == 1 and measured(log) == {victim}, counts
+    assert measured(log) == set(damage), (sorted(measured(log)), log[-3000:])
     assert counts.get("collect_measurements") == 1
-
-
-def test_failed_record_reruns_only_that_point(study):
-    work, cfg, _ = study
-    recs = records(work)
-    victim = sorted(recs)[-1]
-    path = work / "results" / "tiny" / "points" / f"{victim}.json"
-    st = path.stat()
-    failed = {**recs[victim], "status": "oom", "reason": "simulated", "finished_utc": "2026-01-01T00:00:00"}
-    path.write_text(json.dumps(failed))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: only the status says "run me again"
-    log = snakemake(work, cfg)
-    assert measured(log) == {victim}, log[-3000:]
-    assert json.loads(path.read_text())["status"] == "ok"
-    assert job_counts(snakemake(work, cfg)) == {}  # and then it is done for good
+    for victim in damage:
+        assert records.read(points_dir(work) / f"{victim}.json", victim)["status"] == "ok"
+    assert job_counts(snakemake(work, cfg)) == {}  # and then they are done for good
 
 
 def test_added_width_runs_only_new_points(study):
     work, cfg, _ = study
-    before = set(records(work))
+    before = set(records_of(work))
     data = yaml.safe_load(cfg.read_text())
     data["experiments"]["model_size"]["hidden_widths"].append(12)
     cfg2 = work / "tiny-wider.yaml"
     cfg2.write_text(yaml.safe_dump(data))
     log = snakemake(work, cfg2)
-    new = set(records(work)) - before
+    new = set(records_of(work)) - before
     assert len(new) == 1 and "2x12x1" in next(iter(new))
     assert measured(log) == new, log[-3000:]
+
+
+def _point_processes(work: Path) -> list[int]:
+    """pids of launchers and ranks working in this study folder (their working directory)."""
+    out = subprocess.run(["pgrep", "-f", "launch_point.py|kan.train"], capture_output=True, text=True).stdout
+    pids = []
+    for pid in map(int, out.split()):
+        try:
+            if Path(os.readlink(f"/proc/{pid}/cwd")) == work:
+                pids.append(pid)
+        except OSError:
+            pass
+    return pids
+
+
+def test_kill_9_of_snakemake_then_unlock_and_rerun(study):
+    work, cfg, _ = study
+    data = yaml.safe_load(cfg.read_text())
+    data["training"]["max_steps"] = 0  # a long point: time to kill snakemake while it trains
+    data["training"]["epochs"] = 30
+    data["experiments"] = {"strong": {**data["experiments"]["strong"], "non_ddp_baseline": False,
+                                      "topologies": [{"nodes": 1, "gpus_per_node": 2}]},
+                           "allreduce": {"enabled": False}}
+    cfg3 = work / "tiny-long.yaml"
+    cfg3.write_text(yaml.safe_dump(data))
+    sm = subprocess.Popen(command(work, cfg3), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 180
+    while time.monotonic() < end and len([p for p in _point_processes(work)]) < 3:  # launcher + 2 ranks
+        time.sleep(0.2)
+    assert _point_processes(work), "the point never started"
+    time.sleep(2)
+    sm.send_signal(signal.SIGKILL)
+    sm.wait()
+    t0 = time.monotonic()
+    while _point_processes(work) and time.monotonic() - t0 < 20:
+        time.sleep(0.1)
+    gone_s = time.monotonic() - t0
+    assert not _point_processes(work), "orphans survived snakemake"
+    assert gone_s < 15
+    # the documented recovery: unlock, then the same command
+    rerun = command(work, cfg3)
+    locked = subprocess.run(rerun, cwd=work, capture_output=True, text=True, timeout=600)
+    assert locked.returncode != 0 and "unlock" in (locked.stdout + locked.stderr).lower()
+    subprocess.run([*rerun, "--unlock"], cwd=work, check=True, capture_output=True, timeout=120)
+    log = snakemake(work, cfg3)
+    (pid,) = measured(log)
+    assert records.read(points_dir(work) / f"{pid}.json", pid)["status"] == "ok"
+    outcomes = [json.loads(p.read_text()) for p in (work / "results" / STUDY / "attempts" / pid).glob("*/outcome.json")]
+    assert sorted(o["status"] for o in outcomes) == ["cancelled", "ok"]  # the killed attempt, then exactly one
+    assert job_counts(snakemake(work, cfg3)) == {}

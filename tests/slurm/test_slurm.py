@@ -24,14 +24,29 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slurm
+REPO = Path(__file__).resolve().parents[2]
 
 STUDY = "slurmci"
 PLACEMENTS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (nodes, gpus per node)
 MEM_MB_PER_RANK, CPUS_PER_RANK, RUNTIME_MIN, RDZV_JOIN_S = 500, 1, 5, 20  # as in tests/slurm/study.yaml
 
 
-def point_id(nodes: int, gpus: int, study_exp: str = "comm") -> str:
-    return f"{study_exp}-kanscale_bspline-2x16x1-n{nodes}g{gpus}-r0"
+def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
+    """The id of the comm point at nodes x gpus of the study's config (tests/slurm/*.yaml, layered)."""
+    return _ids(study)[(nodes, gpus)]
+
+
+def _ids(study: str) -> dict:
+    sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+    import plan
+
+    layers = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
+              "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"]}[study]
+    cfg: dict = {}
+    for name in layers:
+        plan._merge(cfg, plan.read_yaml(REPO / "tests" / "slurm" / name))
+    pts = plan.build_points(plan.validate_config(cfg)).values()
+    return {(p.placement.nodes, p.placement.gpus_per_node): p.id for p in pts if p.experiment == "comm"}
 
 
 def snakemake(workdir: Path, targets: list[str], configfiles: list[str], extra_env: dict | None = None,
@@ -88,16 +103,20 @@ def test_sbatch_asks_for_exactly_the_point(e2e, workdir, nodes, gpus):
     args = calls[comment]
     # torchrun launcher: one task (torchrun agent) per node holding all the node's ranks' CPUs
     expected = [f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", f"--gres=gpu:{gpus}",
-                f"--cpus-per-task={gpus * CPUS_PER_RANK}"]
+                f"--cpus-per-task={gpus * CPUS_PER_RANK}", "--exclusive"]
     for flag in expected:
         assert flag in args, f"{flag} missing from sbatch {shlex.join(args)}"
     assert args[args.index("--mem") + 1] == str(gpus * MEM_MB_PER_RANK)  # --mem is per node
     assert args[args.index("-t") + 1] == str(RUNTIME_MIN)
     assert not any(a.startswith(("--gpus=", "--ntasks-per-gpu")) for a in args), shlex.join(args)
     # and Slurm granted exactly that (scontrol show job, stored in the record)
-    job = load_record(workdir, point_id(nodes, gpus))["provenance"]["slurm"]["requested"]["job"]
+    rec = load_record(workdir, point_id(nodes, gpus))
+    job = rec["provenance"]["slurm"]["requested"]["job"]
     assert job["NumNodes"] == str(nodes)
     assert job["TresPerNode"] == f"gres:gpu:{gpus}"
+    # whole nodes: the record says so, and saw no other job on them
+    isolation = rec["launch"]["isolation"]
+    assert isolation["exclusive"] is True and not isolation["contended"], isolation
 
 
 @pytest.mark.parametrize("nodes,gpus", PLACEMENTS, ids=[f"{n}x{g}" for n, g in PLACEMENTS])
@@ -181,15 +200,15 @@ def test_broken_rendezvous_fails_fast_and_rest_completes(workdir):
     print(f"\n[slurm] broken-rendezvous study took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     assert (workdir / target).exists()
-    ok = load_record(workdir, point_id(1, 1), study)
+    ok = load_record(workdir, point_id(1, 1, study), study)
     assert ok["status"] == "ok"
-    bad = load_record(workdir, point_id(2, 1), study)
+    bad = load_record(workdir, point_id(2, 1, study), study)
     assert bad["status"] == "failed"
     # names the error and what it means: RendezvousTimeoutError -- not every node's torchrun agent joined ...
     assert "RendezvousTimeoutError" in bad["reason"] and "rdzv_join_s" in bad["reason"], bad["reason"]
     # fails within its configured join timeout (+ interpreter start-up on a loaded box), far below
     # the 2 minutes the issue allows and the 10 minutes of torchrun's default
-    assert bad["wall_s"] < RDZV_JOIN_S + 60, bad["wall_s"]
+    assert bad["launch"]["wall_s"] < RDZV_JOIN_S + 60, bad["launch"]["wall_s"]
     assert time.monotonic() - t0 < 600
 
 
@@ -200,7 +219,7 @@ def test_srun_launcher_one_task_per_gpu(workdir):
     assert rc == 0, log[-5000:]
     calls = sbatch_calls(log)
     for nodes, gpus in [(1, 2), (2, 2)]:
-        pid = point_id(nodes, gpus)
+        pid = point_id(nodes, gpus, study)
         args = calls[f"rule_measure_point_wildcards_{study}_{pid}"]
         for f in (f"--nodes={nodes}", f"--ntasks={nodes * gpus}", f"--ntasks-per-node={gpus}",
                   f"--cpus-per-task={CPUS_PER_RANK}", f"--gres=gpu:{gpus}"):
@@ -217,3 +236,45 @@ def test_srun_launcher_one_task_per_gpu(workdir):
         for node_ranks in by_node.values():  # local ids 0..gpus-1, one distinct GPU each
             assert sorted(int(r["slurm_localid"]) for r in node_ranks) == list(range(gpus))
             assert sorted(r["cuda_visible_devices"] for r in node_ranks) == [str(i) for i in range(gpus)]
+
+
+def _study_jobs(study: str) -> dict[str, str]:
+    """{point id: state} of this study's measure_point jobs in squeue."""
+    out = subprocess.run(["squeue", "-h", "-o", "%k|%T"], capture_output=True, text=True).stdout
+    prefix = f"rule_measure_point_wildcards_{study}_"
+    return {c[len(prefix):]: st for c, st in (ln.split("|", 1) for ln in out.splitlines() if "|" in ln)
+            if c.startswith(prefix)}
+
+
+def test_kill_9_of_snakemake_with_jobs_running_no_duplicate_submission(workdir):
+    study = "slurmkill"
+    configs = ["tests/slurm/study.yaml", "tests/slurm/study-kill.yaml"]
+    ids = set(_ids(study).values())
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--profile", "tests/slurm/profile",
+           "--configfile", *configs, "--verbose"]
+    sm = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 240
+    while time.monotonic() < end and set(_study_jobs(study)) != ids:
+        time.sleep(1)
+    assert set(_study_jobs(study)) == ids, _study_jobs(study)
+    sm.kill()  # kill -9: the jobs it submitted keep running on the cluster
+    sm.wait()
+    assert set(_study_jobs(study)) == ids
+    subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
+    rc, log, _ = snakemake(workdir, [], configs)
+    assert rc == 0, log[-5000:]
+    resubmitted = [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")]
+    assert resubmitted == [], resubmitted  # the live points are not submitted again
+    assert "not submitting it again" in log
+    end = time.monotonic() + 300
+    while time.monotonic() < end and _study_jobs(study):
+        time.sleep(2)
+    assert not _study_jobs(study)
+    rc, log, _ = snakemake(workdir, [], configs)  # collects what the orphaned jobs measured
+    assert rc == 0, log[-5000:]
+    assert [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")] == []
+    for pid in ids:
+        assert load_record(workdir, pid, study)["status"] == "ok"
+        attempts = list((workdir / "results" / study / "attempts" / pid).glob("*/outcome.json"))
+        assert len(attempts) == 1, attempts  # measured exactly once
+    assert (workdir / "reports" / study / "report.html").exists()

@@ -33,9 +33,10 @@ SNAKEMAKE_PID = os.getpid()
 
 def _running_on_slurm():
     """Points whose Slurm job (from an earlier, killed snakemake) is still pending or running: they
-    are not submitted again; the report shows them as running until a later run collects them."""
-    plugin = getattr(workflow.executor_plugin, "name", "")
-    if workflow.remote_exec or "slurm" not in str(plugin):
+    are not submitted again; the report shows them as running until a later run collects them.
+    Asked of squeue wherever it exists (the executor is not known yet while the Snakefile is read),
+    except inside a point's own job."""
+    if workflow.remote_exec:
         return {}
     jobs = slurm_jobs.point_jobs(STUDY)
     live = {pid: job for pid, job in jobs.items() if pid in POINTS}

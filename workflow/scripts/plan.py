@@ -229,35 +229,35 @@ def _build(cls, kwargs: dict, problems: list, **extra):
         return None
 
 
+def _kwargs(cfg: dict, cls) -> dict:
+    """{field: config value} of every config key that CONFIG_FIELDS maps onto `cls`."""
+    out = {}
+    for key, (target, name) in CONFIG_FIELDS.items():
+        if target is cls:
+            node = cfg
+            for part in key.split("."):
+                node = node[part]
+            out[name] = tuple(node) if isinstance(node, list) else node
+    return out
+
+
 def _parts(cfg: dict, problems: list) -> dict:
     """The study-wide dataclasses, each built (and so validated) once from its config section."""
-    m, t = cfg["model"], cfg["training"]
-    limits = _build(Limits, dict(cfg["limits"]), problems)
-    parts = {"limits": limits or Limits()}
-    parts["models"] = []
+    m = cfg["model"]
+    limits = _build(Limits, _kwargs(cfg, Limits), problems)
+    parts = {"limits": limits or Limits(), "models": []}
+    model_kw = _kwargs(cfg, ModelConfig)
     for impl in m["impl"]:
         for basis in (m["basis"] if impl == "kanscale" else m["basis"][:1]):  # MLPs have no basis
-            mc = _build(ModelConfig, {"impl": impl, "basis": basis, "widths": m["widths"], "grid_size": m["grid_size"],
-                                      "spline_order": m["spline_order"], "grid_range": m["grid_range"]}, problems)
+            mc = _build(ModelConfig, {**model_kw, "impl": impl, "basis": basis}, problems)
             if mc is not None:
                 parts["models"].append(mc)
-    train_keys = ("epochs", "lr", "noise", "seed", "warmup_steps", "comm_probe_every", "max_steps",
-                  "loss_every_steps", "bucket_cap_mb")
-    parts["train"] = {k: t[k] for k in train_keys}
+    parts["train"] = _kwargs(cfg, TrainConfig)
     _build(TrainConfig, dict(parts["train"]), problems)  # checks the training section once
-    parts["placement"] = {"launcher": cfg["launcher"], "device": cfg["device"],
-                          "threads_per_rank": cfg["cpu_threads_per_rank"]}
+    parts["placement"] = _kwargs(cfg, Placement)
     _build(Placement, dict(parts["placement"]), problems)
-    parts["launch"] = _build(LaunchSettings, _launch_kwargs(cfg), problems)
+    parts["launch"] = _build(LaunchSettings, _kwargs(cfg, LaunchSettings), problems)
     return parts
-
-
-def _launch_kwargs(cfg: dict) -> dict:
-    r, tmo = cfg["resources"], cfg["timeouts"]
-    return {"runtime_min": r["runtime_min"], "mem_mb_per_rank": r["mem_mb_per_rank"],
-            "cpus_per_rank": r["cpus_per_rank"], "exclusive": r["exclusive"], "request_gpus": cfg["request_gpus"],
-            "gpu_type": cfg["gpu_type"], "rdzv_join_s": tmo["rdzv_join_s"], "rdzv_read_s": tmo["rdzv_read_s"],
-            "pg_timeout_s": tmo["pg_s"]}
 
 
 def _enabled(exps: dict, name: str) -> dict | None:
@@ -416,7 +416,7 @@ def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[s
                     train=train, placement=place)
     a = _enabled(cfg["experiments"], "allreduce")
     if a:
-        sweep = AllreduceConfig(sizes_bytes=tuple(a["sizes_bytes"]), iters=a["iters"], warmup=a["warmup"])
+        sweep = AllreduceConfig(**_kwargs(cfg, AllreduceConfig))
         for topo in allreduce_topologies(cfg):
             place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
             for rep in range(cfg["repeats"]):
@@ -435,11 +435,11 @@ def build_points(cfg: dict) -> dict[str, Point]:
 
 
 def launch_settings(cfg: dict) -> LaunchSettings:
-    return LaunchSettings(**_launch_kwargs(cfg))
+    return LaunchSettings(**_kwargs(cfg, LaunchSettings))
 
 
 def limits(cfg: dict) -> Limits:
-    return Limits(**cfg["limits"])
+    return Limits(**_kwargs(cfg, Limits))
 
 
 def load_config(path: str | Path, overrides: dict | None = None) -> dict:

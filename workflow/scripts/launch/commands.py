@@ -83,8 +83,13 @@ def local_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     return [(list(agent), {}) for _ in range(num_agents(point, fault))]
 
 
+# what the record keeps of `scontrol show job` (what Slurm granted)
+JOB_FIELDS = ("JobName", "Partition", "Account", "NodeList", "NumNodes", "NumTasks", "CPUs/Task", "TresPerNode",
+              "TRES", "MinMemoryNode", "TimeLimit", "OverSubscribe")
+
+
 def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir: Path, job_id: str,
-                   hosts: list[str], fault: str | None = None) -> list[tuple[list[str], dict]]:
+                   hosts: list[str], fault: str | None = None, job: dict | None = None) -> list[tuple[list[str], dict]]:
     """[(argv, extra environment)] inside the point's Slurm job (node list `hosts`): one srun."""
     p = point.placement
     if len(hosts) != p.nodes:
@@ -103,8 +108,9 @@ def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     elif gres:
         srun.append(f"--gres={gres}")  # the agent's workers share the node's GPUs
     port = PORT_BASE + int(job_id) % PORT_SPAN
-    env = {kan_env.SLURM_REQUEST: json.dumps({**geometry.request(point, launch), "job_id": job_id, "hosts": hosts},
-                                             separators=(",", ":"))}
+    granted = {k: (job or {}).get(k) for k in JOB_FIELDS}
+    env = {kan_env.SLURM_REQUEST: json.dumps({**geometry.request(point, launch), "job_id": job_id, "hosts": hosts,
+                                              "job": granted}, separators=(",", ":"))}
     train = train_argv(point, launch, out, fault)
     if p.launcher == "srun":
         env.update({"MASTER_ADDR": hosts[0], "MASTER_PORT": str(port),

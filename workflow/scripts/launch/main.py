@@ -121,7 +121,7 @@ class Launch:
             job = slurm.job_info(self.job_id)
             hosts = slurm.hostnames(job["NodeList"])
             cmds = commands.slurm_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.job_id,
-                                           hosts, self.fault)
+                                           hosts, self.fault, job)
             return cmds, isolation.slurm_snapshot(self.job_id, job, hosts)
         cmds = commands.local_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.fault)
         return cmds, isolation.local_snapshot(os.getpid())

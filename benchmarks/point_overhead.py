@@ -1,0 +1,72 @@
+"""Per-point launch overhead of a local study: job wall time (Snakemake's benchmark of the point's
+shell command) minus the training loop's own time (the record's train_time_s). What is left is the
+interpreter, imports (torch, its lazily imported torch._dynamo that DDP's constructor pulls in,
+numba), the process group, the data, the held-out loss and the record.
+
+    .venv/bin/python benchmarks/point_overhead.py                     # the demo study (config/local.yaml)
+    .venv/bin/python benchmarks/point_overhead.py --config tests/configs/tiny.yaml
+    .venv/bin/python benchmarks/point_overhead.py --results results/local   # an existing study's records
+
+Runs the study in a fresh temporary folder (nothing of yours is touched) unless --results is given.
+Prints the median and range per launch kind and overall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def kind(row) -> str:
+    if row["world_size"] == 1:
+        return "one rank (python -m kan.train)"
+    if row["nodes"] == 1:
+        return "one node, ranks started directly"
+    return "several nodes (torchrun agents)"
+
+
+def run_study(config: Path, work: Path) -> Path:
+    for name in ("Snakefile", "workflow", "config", "profiles"):
+        src = ROOT / name
+        shutil.copytree(src, work / name) if src.is_dir() else shutil.copy(src, work / name)
+    cmd = [str(Path(sys.executable).with_name("snakemake")), "--profile", "profiles/local", "--configfile",
+           str(config.resolve())]
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"study wall {time.monotonic() - t0:.0f} s ({config})")
+    study = next((work / "results").iterdir())
+    return study
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default=str(ROOT / "config" / "local.yaml"))
+    ap.add_argument("--results", default=None, help="results/<study> of a finished study (no new run)")
+    a = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="kanscale-overhead-") as tmp:
+        folder = Path(a.results) if a.results else run_study(Path(a.config), Path(tmp))
+        m = pd.read_csv(folder / "measurements.csv")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    m = m[(m["status"] == "ok") & (m["experiment"] != "allreduce") & m["overhead_s"].notna()]
+    m = m.assign(kind=[kind(r) for _, r in m.iterrows()])
+    print(f"{'launch kind':36} {'points':>6} {'median s':>9} {'min s':>7} {'max s':>7}  (job wall - training loop)")
+    for k, g in list(m.groupby("kind")) + [("all training points", m)]:
+        v = g["overhead_s"].tolist()
+        print(f"{k:36} {len(v):6d} {statistics.median(v):9.2f} {min(v):7.2f} {max(v):7.2f}")
+    print(f"median training loop {m['train_time_s'].median():.2f} s, median job wall {m['job_wall_s'].median():.2f} s")
+
+
+if __name__ == "__main__":
+    main()
