@@ -38,6 +38,18 @@ localrules:
     render_report,
 
 
+onstart:
+    forward_sigterm_to_points()
+
+
+onsuccess:
+    refresh_report_if_stale()
+
+
+onerror:
+    refresh_report_if_stale()
+
+
 rule all:
     default_target: True
     input:

@@ -48,7 +48,7 @@ def job_counts(log: str) -> dict[str, int]:
 
 
 def measured(log: str) -> set[str]:
-    return set(re.findall(r"Job \d+: measure (\S+)", log))
+    return set(re.findall(r"Job \d+: measure ([^\s:]+)", log))
 
 
 @pytest.fixture(scope="module")
@@ -161,22 +161,50 @@ def _point_processes(work: Path) -> list[int]:
     return pids
 
 
-def test_kill_9_of_snakemake_then_unlock_and_rerun(study):
-    work, cfg, _ = study
+def _long_study(work: Path, cfg: Path, name: str, epochs: int) -> Path:
+    """One 1x2 strong point that trains long enough to be hit mid-run."""
     data = yaml.safe_load(cfg.read_text())
-    data["training"]["max_steps"] = 0  # a long point: time to kill snakemake while it trains
-    data["training"]["epochs"] = 30
+    data["training"]["max_steps"] = 0
+    data["training"]["epochs"] = epochs
     data["experiments"] = {"strong": {**data["experiments"]["strong"], "non_ddp_baseline": False,
                                       "topologies": [{"nodes": 1, "gpus_per_node": 2}]},
                            "allreduce": {"enabled": False}}
-    cfg3 = work / "tiny-long.yaml"
-    cfg3.write_text(yaml.safe_dump(data))
-    sm = subprocess.Popen(command(work, cfg3), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = work / name
+    out.write_text(yaml.safe_dump(data))
+    return out
+
+
+def _start_and_wait_for_the_point(work: Path, cfg: Path) -> subprocess.Popen:
+    sm = subprocess.Popen(command(work, cfg), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 180
-    while time.monotonic() < end and len([p for p in _point_processes(work)]) < 3:  # launcher + 2 ranks
+    while time.monotonic() < end and len(_point_processes(work)) < 3:  # launcher + 2 ranks
         time.sleep(0.2)
     assert _point_processes(work), "the point never started"
     time.sleep(2)
+    return sm
+
+
+def test_sigterm_of_snakemake_cancels_the_point_and_the_report_says_so(study):
+    work, cfg, _ = study
+    cfg4 = _long_study(work, cfg, "tiny-term.yaml", epochs=31)
+    sm = _start_and_wait_for_the_point(work, cfg4)
+    sm.send_signal(signal.SIGTERM)  # what a scheduler or `kill` sends
+    sm.wait(timeout=300)
+    assert not _point_processes(work)
+    recs = {k: r for k, r in records_of(work).items() if r["status"] != "ok"}
+    assert [r["status"] for r in recs.values()] == ["cancelled"], recs
+    report = work / "reports" / STUDY / "report.html"
+    (pid,) = recs
+    assert report.stat().st_mtime >= (points_dir(work) / f"{pid}.json").stat().st_mtime  # not the old report
+    assert "cancelled" in report.read_text()
+    log = snakemake(work, cfg4)  # the next run measures the cancelled point
+    assert measured(log) == {pid} and records.read(points_dir(work) / f"{pid}.json", pid)["status"] == "ok"
+
+
+def test_kill_9_of_snakemake_then_unlock_and_rerun(study):
+    work, cfg, _ = study
+    cfg3 = _long_study(work, cfg, "tiny-long.yaml", epochs=30)
+    sm = _start_and_wait_for_the_point(work, cfg3)
     sm.send_signal(signal.SIGKILL)
     sm.wait()
     t0 = time.monotonic()

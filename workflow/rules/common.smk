@@ -8,7 +8,7 @@ WORKFLOW_DIR = Path(workflow.current_basedir).parent  # workflow/, also when use
 SCRIPTS = WORKFLOW_DIR / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import plan  # noqa: E402
-from launch import geometry  # noqa: E402
+from launch import claims, geometry  # noqa: E402
 from launch import slurm as slurm_jobs  # noqa: E402
 
 _CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
@@ -49,7 +49,15 @@ def _running_on_slurm():
 
 
 RUNNING = _running_on_slurm()
-MEASURED = [pid for pid in POINTS if pid not in RUNNING]
+# partial (make report): only the points that have a record file now; nothing is measured
+PARTIAL = config["partial"]
+MEASURED = [
+    pid
+    for pid in POINTS
+    if pid not in RUNNING
+    and (not PARTIAL or Path(f"results/{STUDY}/points/{pid}.json").exists())
+]
+RUNTIMES = plan.point_runtimes(config, POINTS)
 
 
 wildcard_constraints:
@@ -60,7 +68,7 @@ wildcard_constraints:
 def get_final_output():
     # The records are targets themselves: Snakemake does not regenerate a deleted input whose
     # downstream outputs still exist, but a deleted point record must run again.
-    records = [f"results/{STUDY}/points/{pid}.json" for pid in MEASURED]
+    records = [] if PARTIAL else [f"results/{STUDY}/points/{pid}.json" for pid in MEASURED]
     return records + [f"reports/{STUDY}/report.html"]
 
 
@@ -78,7 +86,20 @@ def get_planned_points(wildcards):
 
 
 def get_running_points(wildcards):
-    return {pid: job["job_id"] for pid, job in RUNNING.items()}
+    """{id: what runs it}: Slurm jobs of an earlier run, and (partial report) live local attempts."""
+    running = {pid: f"Slurm job {job['job_id']} ({job['state'].lower()})" for pid, job in RUNNING.items()}
+    if PARTIAL:
+        for pid in POINTS:
+            claim_path = Path(f"results/{STUDY}/attempts/{pid}/claim.json")
+            claim = claims.read(claim_path)
+            if pid not in running and claim is not None and claims.is_live(claim, claim_path):
+                running[pid] = claim.describe()
+    return running
+
+
+def get_runtime(wildcards):
+    """The point's time limit in minutes (explicit, default, or derived from measured throughput)."""
+    return RUNTIMES[wildcards.point]["runtime_min"]
 
 
 def get_point_json(wildcards):
@@ -135,3 +156,47 @@ def get_slurm_tasks(wildcards):
     # than 1"), although one task (a 1-node torchrun agent) is a valid mpi-style job; the
     # string "1" passes its check and still becomes --ntasks=1.
     return str(num_tasks) if num_tasks == 1 else num_tasks
+
+
+# What snakemake's own handlers leave undone (Snakefile: onstart, onsuccess, onerror).
+def forward_sigterm_to_points():
+    """snakemake stops gracefully on SIGTERM: it waits for running jobs. A point can run for hours,
+    so forward the signal to the launchers this snakemake started (their claims name it); each then
+    stops its ranks and records the point as cancelled."""
+    import signal
+    import socket
+
+    if workflow.remote_exec:
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum, frame):
+        for _, claim in claims.live_claims(Path(f"results/{STUDY}/attempts")):
+            if claim.watch_pid == SNAKEMAKE_PID and claim.host == socket.gethostname():
+                try:
+                    os.kill(claim.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def refresh_report_if_stale():
+    """After a run that did not finish the report (a failed or cancelled point, a stopped run), the
+    old report would show the old state: render one from the records that exist now instead."""
+    if workflow.remote_exec or PARTIAL:
+        return
+    html = Path(f"reports/{STUDY}/report.html")
+    newest = max((p.stat().st_mtime for p in Path(f"results/{STUDY}/points").glob("*.json")), default=0)
+    attempts = max((p.stat().st_mtime for p in Path(f"results/{STUDY}/attempts").glob("*/*/outcome.json")), default=0)
+    if html.exists() and html.stat().st_mtime >= max(newest, attempts):
+        return
+    import study
+
+    try:
+        out = study.render_partial(config)
+        logger.warning(f"the study did not finish: {out} now shows the records that exist (make status: what is left)")
+    except Exception as e:  # the run's own error is the one to report
+        logger.warning(f"could not render the partial report: {e}")

@@ -9,14 +9,15 @@ rule measure_point:
     benchmark:
         "results/{study}/benchmarks/{point}.tsv"
     message:
-        "measure {wildcards.point}"
+        "measure {wildcards.point}: {resources.nodes} node(s) x {resources.gpus_per_node} rank(s) per node, "
+        "time limit {resources.runtime} min"
     params:
         point=get_point_json,
         retry_token=get_retry_token,
     resources:
         nodes=get_nodes,
         gpus_per_node=get_gpus_per_node,
-        runtime=LAUNCH.runtime_min,
+        runtime=get_runtime,
         mem_mb=get_point_resource("mem_mb_per_node"),
         cpus_per_task=get_point_resource("cpus_per_task"),
         # Slurm (profiles/slurm): one job per point with exactly its nodes and GPUs per node;
@@ -34,5 +35,6 @@ rule measure_point:
     # every path quoted (:q): a checkout path with a space or a `$(...)` must stay one argument
     shell:
         "{PYTHON:q} {LAUNCHER:q} --point {params.point:q} --launch {LAUNCH_JSON:q}"
-        " --limits {LIMITS_JSON:q} --retry-token={params.retry_token:q} --watch-pid {SNAKEMAKE_PID}"
+        " --limits {LIMITS_JSON:q} --runtime-min {resources.runtime} --retry-token={params.retry_token:q}"
+        " --watch-pid {SNAKEMAKE_PID}"
         " --out {output:q} > {log:q} 2>&1"

@@ -35,6 +35,7 @@ class Claim:
     pid_start: str | None
     slurm_job_id: str | None
     started_utc: str
+    watch_pid: int | None = None  # the snakemake that started this attempt (it forwards SIGTERM here)
 
     def describe(self) -> str:
         job = f", Slurm job {self.slurm_job_id}" if self.slurm_job_id else ""
@@ -53,10 +54,20 @@ def process_start(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
-def new_claim(slurm_job_id: str | None, started_utc: str) -> Claim:
+def new_claim(slurm_job_id: str | None, started_utc: str, watch_pid: int | None = None) -> Claim:
     pid = os.getpid()
     return Claim(token=uuid.uuid4().hex[:12], host=socket.gethostname(), pid=pid, pid_start=process_start(pid),
-                 slurm_job_id=slurm_job_id, started_utc=started_utc)
+                 slurm_job_id=slurm_job_id, started_utc=started_utc, watch_pid=watch_pid)
+
+
+def live_claims(attempts: Path) -> list[tuple[Path, Claim]]:
+    """The live claims under results/<study>/attempts."""
+    out = []
+    for path in sorted(attempts.glob("*/claim.json")):
+        claim = read(path)
+        if claim is not None and is_live(claim, path):
+            out.append((path, claim))
+    return out
 
 
 def read(path: Path) -> Claim | None:

@@ -19,6 +19,7 @@ failed point is data, not a crash of the study.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -44,6 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--launch", default="{}", help="launch settings as JSON (kan.config.LaunchSettings)")
     ap.add_argument("--limits", default="{}", help="the study's limits as JSON (kan.config.Limits)")
     ap.add_argument("--out", required=True, help="results/<study>/points/<id>.json")
+    ap.add_argument("--runtime-min", type=int, default=None, help="this point's time limit (overrides --launch's)")
     ap.add_argument("--retry-token", default="")
     ap.add_argument("--watch-pid", type=int, default=None,
                     help="stop the point when this process (the snakemake that started us) dies")
@@ -69,7 +71,8 @@ def _say(msg: str) -> None:
 
 
 class Launch:
-    def __init__(self, point: Point, launch: LaunchSettings, out: Path, retry_token: str, environ: dict) -> None:
+    def __init__(self, point: Point, launch: LaunchSettings, out: Path, retry_token: str, environ: dict,
+                 watch_pid: int | None = None) -> None:
         self.point, self.launch, self.out, self.retry_token = point, launch, out, retry_token
         self.environ = environ
         self.job_id = environ.get("SLURM_JOB_ID")
@@ -78,7 +81,7 @@ class Launch:
             raise ValueError(f"KANSCALE_FAULT={self.fault!r} is not one of {', '.join(commands.FAULTS)}")
         self.folder = out.parent.parent / "attempts" / point.id
         self.claim_path = self.folder / "claim.json"
-        self.claim = claims.new_claim(self.job_id, records.now_utc())
+        self.claim = claims.new_claim(self.job_id, records.now_utc(), watch_pid)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         self.attempt_dir = self.folder / f"{stamp}-{self.claim.token}"
         self.t0 = time.monotonic()
@@ -206,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         point = Point.from_json({**json.loads(args.point), "limits": json.loads(args.limits)})
         launch = LaunchSettings.from_json(json.loads(args.launch))
+        if args.runtime_min is not None:
+            launch = dataclasses.replace(launch, runtime_min=args.runtime_min)
     except (ValueError, PointError) as e:
         print(f"[launch] bad --point/--launch: {e}", file=sys.stderr)
         return 2
@@ -213,4 +218,4 @@ def main(argv: list[str] | None = None) -> int:
     if out.stem != point.id:
         print(f"[launch] --out {out} does not name point {point.id}", file=sys.stderr)
         return 2
-    return Launch(point, launch, out, args.retry_token, dict(os.environ)).run(args.watch_pid)
+    return Launch(point, launch, out, args.retry_token, dict(os.environ), args.watch_pid).run(args.watch_pid)

@@ -154,13 +154,14 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
 def collect(points: list[dict], record_paths: dict[str, str], running: dict[str, str] | None = None,
             job_walls: dict[str, float | None] | None = None) -> dict[str, pd.DataFrame]:
     """The three tidy tables. `points`: every planned Point.to_json(); `record_paths`: id -> record file
-    (a point without a path, or whose file is absent, is missing); `running`: id -> Slurm job id."""
+    (a point without a path, or whose file is absent, is missing); `running`: id -> what runs it (a Slurm
+    job, a live local attempt)."""
     running, job_walls = running or {}, job_walls or {}
     rows, curves, sweeps = [], [], []
     for point in points:
         pid = point["id"]
         if pid in running:
-            state, rec, reason = "running", None, f"Slurm job {running[pid]} is still pending or running"
+            state, rec, reason = "running", None, f"still running: {running[pid]}"
         elif pid in record_paths:
             state, rec, reason = read_state(record_paths[pid], pid)
         else:

@@ -1,0 +1,235 @@
+"""kanscale's study commands: look at a study before, while and after it runs. None of them takes
+snakemake's lock or runs a point, so all are safe while the study runs.
+
+    python workflow/scripts/study.py check  CONFIG [--config KEY=VALUE ...]   validate (one line per problem)
+    python workflow/scripts/study.py plan   CONFIG [--profile profiles/slurm] cost preview -> results/<study>/plan.csv
+    python workflow/scripts/study.py status CONFIG                            done / failed / running / pending ...
+    python workflow/scripts/study.py report CONFIG                            reports/<study>/report.html now
+
+(`make check|plan|status|report CONFIG=...` call these.) `report` renders from the records that
+exist now: it runs the workflow's own analysis and report rules with Snakemake in a scratch folder
+whose results/<study>/points is the study's, with `partial=true` (points without a record are shown
+as missing, running or pending and are not measured), then copies the page into place atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plan  # noqa: E402
+from launch import claims, geometry  # noqa: E402
+from launch import slurm as slurm_jobs  # noqa: E402
+import yaml  # noqa: E402
+from scaling.io import write_csv, write_text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """--config KEY=VALUE (dotted keys, YAML values), as snakemake's --config but nested."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise plan.ConfigError(f"--config: {item!r} is not KEY=VALUE")
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(value)
+    return out
+
+
+def load(args) -> dict:
+    return plan.load_config(args.configfile, parse_overrides(args.config or []))
+
+
+def point_states(cfg: dict, points: dict, results: Path) -> dict[str, dict]:
+    """{point id: {state, reason, job_id, waited_s, pending_reason}} from the records, the claims of
+    running local attempts and (where squeue exists) the study's Slurm jobs."""
+    jobs = slurm_jobs.point_jobs(cfg["study"])
+    now = time.time()
+    out = {}
+    for pid in points:
+        state, rec = plan.record_state(results / "points" / f"{pid}.json")
+        reason = rec if state == "corrupt" else (rec or {}).get("reason") if isinstance(rec, dict) else None
+        entry = {"state": state, "reason": reason or "", "job_id": "", "waited_s": None, "pending_reason": ""}
+        claim_path = results / "attempts" / pid / "claim.json"
+        claim = claims.read(claim_path)
+        if claim is not None and claims.is_live(claim, claim_path):
+            entry.update(state="running", reason=claim.describe(), job_id=claim.slurm_job_id or "")
+        job = jobs.get(pid)
+        if job is not None:
+            state = "pending" if job["state"] == "PENDING" else "running"
+            waited = None
+            try:
+                waited = now - datetime.fromisoformat(job["submitted"]).timestamp()
+            except ValueError:
+                pass
+            entry.update(state=state, job_id=job["job_id"], waited_s=waited,
+                         pending_reason=job["reason"] if state == "pending" else "")
+        if entry["state"] == "missing":
+            entry["state"] = "not submitted"
+        out[pid] = entry
+    return out
+
+
+# ---- plan ---------------------------------------------------------------------------------------
+
+def plan_rows(cfg: dict, states: dict) -> list[dict]:
+    points, launch = plan.build_points(cfg), plan.launch_settings(cfg)
+    runtimes = plan.point_runtimes(cfg, points)
+    rows = []
+    for pid, p in points.items():
+        gpus = p.placement.gpus_per_node if launch.request_gpus else 0
+        minutes = runtimes[pid]["runtime_min"]
+        rows.append({
+            "point": pid, "experiment": p.experiment, "nodes": p.placement.nodes, "gpus_per_node": gpus,
+            "tasks": geometry.num_tasks(p), "cpus_per_task": geometry.cpus_per_task(p, launch),
+            "mem_mb_per_node": geometry.mem_mb_per_node(p, launch), "runtime_min": minutes,
+            "runtime_from": runtimes[pid]["source"], "estimated_min": runtimes[pid]["estimated_min"],
+            "gpu_hours": p.placement.nodes * gpus * minutes / 60, "node_hours": p.placement.nodes * minutes / 60,
+            "state": states[pid]["state"],
+        })
+    return rows
+
+
+def profile_retries(profile: Path) -> int:
+    try:
+        return int((yaml.safe_load((profile / "config.yaml").read_text()) or {}).get("retries", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def cmd_plan(args) -> int:
+    cfg = load(args)
+    points = plan.build_points(cfg)
+    results = Path("results") / cfg["study"]
+    rows = plan_rows(cfg, point_states(cfg, points, results))
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    write_csv(df, results / "plan.csv")
+    retries = profile_retries(Path(args.profile))
+    todo = df[df["state"] != "ok"]
+    biggest = df.sort_values(["nodes", "gpus_per_node"]).iloc[-1]
+    shown = df[["point", "nodes", "gpus_per_node", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
+                "runtime_from", "state"]]
+    print(shown.to_string(index=False))
+    est = df["estimated_min"].dropna()
+    print()
+    print(f"study {cfg['study']} ({args.configfile}): {len(df)} jobs, {int((df['state'] == 'ok').sum())} records "
+          f"already ok, {len(todo)} still to run")
+    print(f"requested by all jobs: {df['gpu_hours'].sum():,.1f} GPU-hours, {df['node_hours'].sum():,.1f} node-hours; "
+          f"by the jobs still to run: {todo['gpu_hours'].sum():,.1f} GPU-hours, {todo['node_hours'].sum():,.1f} "
+          f"node-hours")
+    print(f"worst case with retries: {retries} ({args.profile}): {todo['gpu_hours'].sum() * (1 + retries):,.1f} "
+          f"GPU-hours, {todo['node_hours'].sum() * (1 + retries):,.1f} node-hours")
+    print(f"largest job: {int(biggest['nodes'])} node(s) x {int(biggest['gpus_per_node'])} GPU(s) ({biggest['point']})")
+    if len(est):
+        gpu_h = sum(r["nodes"] * r["gpus_per_node"] * r["estimated_min"] / 60 for r in rows
+                    if r["estimated_min"] is not None and r["state"] != "ok")
+        print(f"estimated from measured throughput for {len(est)} of {len(df)} points: the jobs still to run take "
+              f"about {gpu_h:,.2f} GPU-hours (rule: {plan.ESTIMATE_RULE})")
+    else:
+        print("no estimate of the actual time: no measured point of the same model, placement and batch yet "
+              "(plan.estimate_from names other studies' results to use)")
+    print(f"written: {results / 'plan.csv'}")
+    return 0
+
+
+# ---- status -------------------------------------------------------------------------------------
+
+def _waited(s: float | None) -> str:
+    if s is None:
+        return ""
+    return f"{s / 60:.0f} min" if s >= 60 else f"{s:.0f} s"
+
+
+def cmd_status(args) -> int:
+    cfg = load(args)
+    points = plan.build_points(cfg)
+    states = point_states(cfg, points, Path("results") / cfg["study"])
+    counts: dict = {}
+    for pid, st in states.items():
+        counts[st["state"]] = counts.get(st["state"], 0) + 1
+        detail = st["reason"]
+        if st["state"] == "pending":
+            detail = f"job {st['job_id']}, waiting {_waited(st['waited_s'])}: {st['pending_reason']}"
+        elif st["state"] == "running" and st["job_id"]:
+            detail = f"job {st['job_id']}" + (f", {detail}" if detail else "")
+        print(f"{st['state']:>13}  {pid}" + (f"  {detail}" if detail else ""))
+    print("  ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + f"  (of {len(points)} points)")
+    return 0
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> Path:
+    """reports/<study>/report.html from the records that exist now (see the module docstring)."""
+    study = cfg["study"]
+    results = (workdir / "results" / study).resolve()
+    with tempfile.TemporaryDirectory(prefix=f"kanscale-report-{study}-") as tmp:
+        scratch = Path(tmp)
+        (scratch / "results" / study).mkdir(parents=True)
+        for name in ("points", "benchmarks", "attempts"):
+            (results / name).mkdir(parents=True, exist_ok=True)
+            (scratch / "results" / study / name).symlink_to(results / name)
+        cfg_file = scratch / "study.yaml"
+        write_text(cfg_file, yaml.safe_dump({**cfg, "partial": True}, sort_keys=False))
+        target = f"reports/{study}/report.html"
+        cmd = [str(Path(sys.executable).with_name("snakemake")), "-s", str(ROOT / "Snakefile"), "-d", str(scratch),
+               "--configfile", str(cfg_file), "--cores", "2", "--allowed-rules", *plan.ANALYSIS_RULES, "--", target]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch)
+        if res.returncode != 0:
+            raise RuntimeError(f"the partial report failed:\n{(res.stdout + res.stderr)[-4000:]}")
+        out = workdir / "reports" / study / "report.html"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        shutil.copyfile(scratch / target, tmp_out)
+        os.replace(tmp_out, out)
+    return out
+
+
+def cmd_report(args) -> int:
+    cfg = load(args)
+    out = render_partial(cfg)
+    print(f"Report: {out.resolve()}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    cfg = load(args)
+    print(f"{args.configfile}: ok, study {cfg['study']}, {len(plan.build_points(cfg))} points")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("check", "plan", "status", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("configfile", help="the study config (YAML)")
+        p.add_argument("--config", nargs="*", metavar="KEY=VALUE", help="overrides, as snakemake --config")
+        if name == "plan":
+            p.add_argument("--profile", default=str(ROOT / "profiles" / "slurm"),
+                           help="the profile whose retries count for the worst case")
+    args = ap.parse_args(argv)
+    try:
+        return {"check": cmd_check, "plan": cmd_plan, "status": cmd_status, "report": cmd_report}[args.command](args)
+    except plan.ConfigError as e:
+        print(e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
