@@ -1,12 +1,19 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   creates .venv, runs the small local study, prints where the report is
 #   make test   creates .venv, installs what the tests need (Debian packages when root), runs them
+# A study's state at any time (CONFIG selects it; none of these runs a point or takes snakemake's lock):
+#   make check  CONFIG=...   validate the config
+#   make plan   CONFIG=...   what it asks of the scheduler, and what it will really cost
+#   make status CONFIG=...   done / failed / running / pending, per point
+#   make report CONFIG=...   reports/<study>/report.html from the records that exist now
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down
+CONFIG ?= config/local.yaml
+
+.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down check plan status report
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
@@ -19,6 +26,9 @@ demo: $(STAMP)
 	$(BIN)/snakemake --profile profiles/local
 	@echo
 	@echo "Report: $(abspath reports/local/report.html)"
+
+check plan status report: $(STAMP)
+	@$(BIN)/python workflow/scripts/study.py $@ $(CONFIG)
 
 # Debian packages the tests drive for real (headless Chromium, Slurm); installed only as root
 system-deps:

@@ -31,6 +31,7 @@ include: "workflow/rules/report.smk"
 # The aggregation steps are seconds of pandas: run them where snakemake runs, never as Slurm jobs
 localrules:
     all,
+    make_pykan_env,
     collect_measurements,
     compute_tables,
     compute_guidelines,

@@ -10,11 +10,11 @@ __all__ = ["KAN", "KANLinear", "MLP", "build_model"]
 
 def __getattr__(name: str):
     if name == "KANLinear":
-        from kan.layers import KANLinear
+        from .layers import KANLinear
 
         return KANLinear
     if name in ("KAN", "MLP", "build_model"):
-        from kan import models
+        from . import models
 
         return getattr(models, name)
     raise AttributeError(f"module 'kan' has no attribute {name!r}")

@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from kan._switch import KernelSwitch
+from ._switch import KernelSwitch
 
 # numba sizes its thread pool once, at import, to all cores; two ranks on a 2-core machine then
 # run 2 x 2 numba threads and the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step,

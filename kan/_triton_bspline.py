@@ -21,7 +21,7 @@ import os
 
 import torch
 
-from kan._switch import KernelSwitch
+from ._switch import KernelSwitch
 
 try:  # optional dependency
     import triton

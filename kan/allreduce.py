@@ -17,9 +17,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from kan import metrics
-from kan.config import AllreduceConfig
-from kan.env import DistInfo
+from . import metrics
+from .config import AllreduceConfig
+from .env import DistInfo
 
 
 def _sync(device: torch.device) -> None:

@@ -26,7 +26,9 @@ import re
 import typing
 from dataclasses import dataclass, field
 
-IMPLS = ("kanscale", "mlp", "mlp_matched")
+# pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
+# workflow/scripts/pykan_train.py with this package's loop and record
+IMPLS = ("kanscale", "mlp", "mlp_matched", "pykan")
 BASES = ("bspline", "rbf", "chebyshev")
 EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce")
 LAUNCHERS = ("torchrun", "srun")
@@ -148,7 +150,7 @@ class ModelConfig:
 
     impl: str = field(default="kanscale", metadata=_meta(
         "kanscale = our KAN; mlp = Linear+SiLU with the same widths; mlp_matched = MLP with the KAN's "
-        "parameter count", choices=IMPLS))
+        "parameter count; pykan = the seed paper's pykan 0.2.8 (B-spline only)", choices=IMPLS))
     basis: str = field(default="bspline", metadata=_meta("KAN basis functions", choices=BASES))
     widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=_meta(
         "layer widths, input first; the input width is the data dimension", lo=1, limit="max_width"))
@@ -168,18 +170,23 @@ class ModelConfig:
                                              f"{TARGET_DIM} target, got {self.widths[-1]}")
         if len(self.grid_range) != 2 or not self.grid_range[1] > self.grid_range[0]:
             raise PointError("model.grid_range", f"must be [lo, hi] with hi > lo, got {list(self.grid_range)}")
+        if self.impl == "pykan" and self.basis != "bspline":
+            raise PointError("model.basis", f"pykan has B-spline edges only, got {self.basis!r}")
 
     @property
     def label(self) -> str:
-        """Readable model name: kanscale_bspline, mlp, mlp_matched."""
-        return self.impl if self.impl.startswith("mlp") else f"{self.impl}_{self.basis}"
+        """Readable model name: kanscale_bspline, mlp, mlp_matched, pykan."""
+        return self.impl if self.impl != "kanscale" else f"{self.impl}_{self.basis}"
 
     def measured(self) -> dict:
-        """The fields that change what the model computes (a plain MLP has no grid or basis)."""
+        """The fields that change what the model computes (a plain MLP has no grid or basis; pykan has
+        one basis)."""
         d = _plain(self)
         if self.impl == "mlp":
             for k in ("basis", "grid_size", "spline_order", "grid_range"):
                 d.pop(k)
+        if self.impl == "pykan":
+            d.pop("basis")
         return d
 
 

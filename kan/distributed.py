@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import torch
 import torch.distributed as dist
 
-from kan.env import LAUNCHERS, DistInfo, dist_info  # noqa: F401  (re-exported for callers)
+from .env import LAUNCHERS, DistInfo, dist_info  # noqa: F401  (re-exported for callers)
 
 
 def pick_device(requested: str, info: DistInfo) -> torch.device:

@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kan import _numba_bspline, _triton_bspline
+from . import _numba_bspline, _triton_bspline
 
 BASES = ("bspline", "rbf", "chebyshev")
 

@@ -1,8 +1,8 @@
 """The measured training loop of one rank, and rank 0's summary of all ranks.
 
-The model comes from a factory (`model_factory(point.model) -> nn.Module`; default
+The model comes from a factory (`model_factory(point.model, seed) -> nn.Module`; default
 kan.models.build_model), so any implementation with the same input/output contract is measured by
-exactly this loop and record: the seed paper's pykan included.
+exactly this loop and record: the seed paper's pykan included (workflow/scripts/pykan_train.py).
 
 Per step: zero_grad, forward, MSE, backward, Adam. Every `comm_probe_every`-th step runs under
 `ddp.no_sync()` and is timed without the all-reduce; an untimed flat all-reduce then averages its
@@ -22,11 +22,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from kan import metrics
-from kan.config import Point
-from kan.data import make_dataset, shard_indices
-from kan.env import DistInfo
-from kan.models import build_model, num_params
+from . import metrics
+from .config import Point
+from .data import make_dataset, shard_indices
+from .env import DistInfo
+from .models import build_model, num_params
 
 
 def _sync(device: torch.device) -> None:
@@ -87,14 +87,14 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     """Run the training loop on this rank; return its raw measurements."""
     t_cfg, m_cfg = point.train, point.model
     torch.manual_seed(t_cfg.seed)  # identical initial weights on every rank (DDP also broadcasts)
-    model = (model_factory or build_model)(m_cfg).to(device)
+    model = (model_factory or build_model)(m_cfg, t_cfg.seed).to(device)
     use_ddp = t_cfg.ddp
     net = DDP(model, bucket_cap_mb=t_cfg.bucket_cap_mb) if use_ddp else model
     if use_ddp and run.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
     opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
-    params = list(model.parameters())
+    params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
 
     x_all, y_all = make_dataset(t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
     x_all, y_all = x_all.to(device), y_all.to(device)

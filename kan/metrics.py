@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from kan import env
+from . import env
 
 
 def summarize(times_s: Sequence[float]) -> dict | None:
@@ -100,4 +100,6 @@ def rank_facts(device: torch.device) -> dict:
 
 
 def launch_facts() -> dict:
-    return {"argv": [sys.executable, "-m", "kan.train", *sys.argv[1:]], **env.launch_env()}
+    """The trainer's own command line (`python -m kan.train ...`, or the pykan driver's script)."""
+    entry = ["-m", "kan.train"] if sys.argv[0].endswith(("kan/train.py", "-m")) else [sys.argv[0]]
+    return {"argv": [sys.executable, *entry, *sys.argv[1:]], **env.launch_env()}

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from kan.config import IMPLS, ModelConfig
-from kan.layers import KANLinear
+from .config import IMPLS, ModelConfig
+from .layers import KANLinear
 
 _DEFAULT = ModelConfig()
 
@@ -87,9 +87,10 @@ def matched_mlp_widths(widths: Sequence[int], target: int) -> list[int]:
     return best
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
-    """The model a measurement point trains (the default model factory of kan.loop).
-    `mlp_matched` has the KAN's parameter count."""
+def build_model(cfg: ModelConfig, seed: int | None = None) -> nn.Module:
+    """The model a measurement point trains (the default model factory of kan.loop; the loop seeds
+    torch before calling it, so `seed` is not needed here). `mlp_matched` has the KAN's parameter
+    count. pykan is built by workflow/scripts/pykan_train.py in pykan's own environment."""
     kan_args = (cfg.widths, cfg.grid_size, cfg.spline_order, cfg.grid_range, cfg.basis)
     if cfg.impl == "kanscale":
         return KAN(*kan_args)
@@ -97,4 +98,6 @@ def build_model(cfg: ModelConfig) -> nn.Module:
         return MLP(cfg.widths)
     if cfg.impl == "mlp_matched":
         return MLP(matched_mlp_widths(cfg.widths, num_params(KAN(*kan_args))))
+    if cfg.impl == "pykan":
+        raise ValueError("impl pykan runs in its own environment: workflow/scripts/pykan_train.py supplies the model")
     raise ValueError(f"impl must be one of {IMPLS}, got {cfg.impl!r}")

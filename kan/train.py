@@ -40,8 +40,8 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from kan import record as records
-from kan.config import Point, PointError, add_point_arguments, point_from_args
+from . import record as records
+from .config import Point, PointError, add_point_arguments, point_from_args
 
 
 class UsageError(ValueError):
@@ -103,7 +103,7 @@ def _record_exception(e: BaseException, rank: int | None = None) -> None:
     """This rank's exception in torch.distributed.elastic's error-file format ({"message": {"message",
     "extraInfo": {"py_callstack", "timestamp"}}}), where kan.env.error_file says; called inside the
     `except` block so that the traceback is the current one."""
-    from kan.env import error_file
+    from .env import error_file
 
     path = error_file(rank)
     if not path:
@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         return 2
     import torch
 
-    from kan import metrics
-    from kan.distributed import pick_device, process_group
-    from kan.env import dist_info, slurm_env
+    from . import metrics
+    from .distributed import pick_device, process_group
+    from .env import dist_info, slurm_env
 
     baseline_rss = metrics.current_rss_bytes()
     record = {
@@ -163,13 +163,13 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         with process_group(info, device, run.pg_timeout_s) as backend:
             record["backend"] = backend
             if point.experiment == "allreduce":
-                from kan.allreduce import summarize_sweep, sweep
+                from .allreduce import summarize_sweep, sweep
 
                 mine = sweep(point.allreduce, info, device)
                 per_rank = _gather(mine, info)
                 record.update(summarize_sweep(point.allreduce, info, per_rank, backend))
             else:
-                from kan.loop import summarize_ranks, train_rank
+                from .loop import summarize_ranks, train_rank
 
                 mine = train_rank(point, run, info, device, model_factory)
                 mine["baseline_rss_bytes"] = baseline_rss
@@ -203,7 +203,7 @@ def is_oom(e: BaseException) -> bool:
 
 def _set_numba_threads(n: int) -> None:
     """numba's pool like the rank's torch threads (kan/_numba_bspline.py says why)."""
-    from kan import _numba_bspline
+    from . import _numba_bspline
 
     setter = getattr(_numba_bspline, "set_num_threads", None)
     if setter is not None:

@@ -25,6 +25,7 @@ POINTS = plan.build_points(config)  # {id: kan.config.Point}
 # checkout's location, the time limits nor snakemake's pid changes what a point measures
 PYTHON = sys.executable
 LAUNCHER = str(SCRIPTS / "launch_point.py")
+PYKAN_ENV = str(SCRIPTS / "pykan_env.py")
 LAUNCH = plan.launch_settings(config)
 LAUNCH_JSON = json.dumps(LAUNCH.to_json(), separators=(",", ":"))
 LIMITS_JSON = json.dumps(plan.limits(config).to_json(), separators=(",", ":"))
@@ -100,6 +101,14 @@ def get_running_points(wildcards):
 def get_runtime(wildcards):
     """The point's time limit in minutes (explicit, default, or derived from measured throughput)."""
     return RUNTIMES[wildcards.point]["runtime_min"]
+
+
+def get_point_env(wildcards):
+    """pykan points need pykan's own environment; made once (ancient: a re-made environment does not
+    re-run the points measured in it)."""
+    if POINTS[wildcards.point].model.impl == "pykan":
+        return [ancient(".venv-pykan/.installed")]
+    return []
 
 
 def get_point_json(wildcards):

@@ -1,7 +1,20 @@
 # One job = one measurement point, asking the scheduler for exactly what the point needs.
 
 
+rule make_pykan_env:
+    output:
+        ".venv-pykan/.installed",
+    log:
+        "results/pykan-env.log",
+    message:
+        "pykan 0.2.8 in its own environment .venv-pykan (the study lists impl: pykan)"
+    shell:
+        "{PYTHON:q} {PYKAN_ENV:q} .venv-pykan > {log:q} 2>&1"
+
+
 rule measure_point:
+    input:
+        get_point_env,
     output:
         "results/{study}/points/{point}.json",
     log:

@@ -250,7 +250,8 @@ def _parts(cfg: dict, problems: list) -> dict:
     parts = {"limits": limits or Limits(), "models": []}
     model_kw = _kwargs(cfg, ModelConfig)
     for impl in m["impl"]:
-        for basis in (m["basis"] if impl == "kanscale" else m["basis"][:1]):  # MLPs have no basis
+        # an MLP has no basis, pykan has B-splines only: one model each, not one per basis
+        for basis in (m["basis"] if impl == "kanscale" else ["bspline"]):
             mc = _build(ModelConfig, {**model_kw, "impl": impl, "basis": basis}, problems)
             if mc is not None:
                 parts["models"].append(mc)

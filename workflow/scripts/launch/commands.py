@@ -34,10 +34,24 @@ PORT_SPAN = 10000
 FAULTS = ("drop-last-agent", "bad-flag")
 
 
+# pykan's own environment (workflow/scripts/pykan_env.py makes it in the working directory) and the
+# driver that runs kan.train's loop with pykan's model in it
+PYKAN_VENV = Path(".venv-pykan")
+PYKAN_DRIVER = Path(__file__).resolve().parents[1] / "pykan_train.py"
+
+
+def python_for(point: Point) -> str:
+    """The interpreter a point's ranks run in: pykan's environment for impl pykan, else this one."""
+    if point.model.impl == "pykan":
+        return str((PYKAN_VENV / "bin" / "python").absolute())
+    return sys.executable
+
+
 def train_argv(point: Point, launch: LaunchSettings, out: str | Path, fault: str | None = None) -> list[str]:
-    """`-m kan.train ...`: the point as flags (kan never reads config/)."""
+    """`-m kan.train ...` (or the pykan driver's script): the point as flags (kan never reads config/)."""
     bad = ["--grid-size=0"] if fault == "bad-flag" else []
-    return ["-m", "kan.train", *point.to_argv(), *bad, f"--out={out}", f"--pg-timeout-s={launch.pg_timeout_s}"]
+    entry = [str(PYKAN_DRIVER)] if point.model.impl == "pykan" else ["-m", "kan.train"]
+    return [*entry, *point.to_argv(), *bad, f"--out={out}", f"--pg-timeout-s={launch.pg_timeout_s}"]
 
 
 def num_agents(point: Point, fault: str | None) -> int:
@@ -48,7 +62,7 @@ def num_agents(point: Point, fault: str | None) -> int:
 
 def _torchrun(point: Point, log_dir: Path) -> list[str]:
     # --log-dir: torchrun's per-rank error files land there (torch.distributed.elastic @record)
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={point.placement.gpus_per_node}",
+    return [python_for(point), "-m", "torch.distributed.run", f"--nproc-per-node={point.placement.gpus_per_node}",
             "--max-restarts=0", f"--log-dir={log_dir}"]
 
 
@@ -77,7 +91,7 @@ def local_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
                       "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
             for r, env in enumerate(ranks):
                 env.update(master, RANK=str(r), LOCAL_RANK=str(r))
-        return [([sys.executable, *train], env) for env in ranks]
+        return [([python_for(point), *train], env) for env in ranks]
     endpoint = f"127.0.0.1:{port or free_port()}"
     agent = _torchrun(point, attempt_dir / "torchrun") + _rendezvous(point, launch, endpoint, attempt_dir.name) + train
     return [(list(agent), {}) for _ in range(num_agents(point, fault))]
@@ -115,7 +129,7 @@ def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     if p.launcher == "srun":
         env.update({"MASTER_ADDR": hosts[0], "MASTER_PORT": str(port),
                     kan_env.ERROR_DIR: str(attempt_dir / "srun")})
-        return [(srun + [sys.executable, *train], env)]
+        return [(srun + [python_for(point), *train], env)]
     log_dir = attempt_dir / "torchrun"
     if p.nodes == 1:
         return [(srun + _torchrun(point, log_dir) + ["--standalone", "--nnodes=1", *train], env)]

@@ -47,11 +47,14 @@ def other_points(own_pid: int) -> list[dict]:
     return out
 
 
-def local_snapshot(own_pid: int) -> dict:
+def local_snapshot(own_pid: int, ranks: int = 1, threads_per_rank: int = 1) -> dict:
+    """`ranks` x `threads_per_rank` threads of this point will share this machine's cores."""
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     cores = os.cpu_count() or 1
     others = other_points(own_pid)
     reasons = []
+    if ranks * threads_per_rank > cores:
+        reasons.append(f"oversubscribed: {ranks} ranks x {threads_per_rank} thread(s) on {cores} cores")
     if others:
         reasons.append(f"{len(others)} other kanscale/torchrun process(es) ran when it started "
                        f"(pids {', '.join(str(o['pid']) for o in others[:5])})")

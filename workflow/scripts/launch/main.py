@@ -127,7 +127,8 @@ class Launch:
                                            hosts, self.fault, job)
             return cmds, isolation.slurm_snapshot(self.job_id, job, hosts)
         cmds = commands.local_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.fault)
-        return cmds, isolation.local_snapshot(os.getpid())
+        place = self.point.placement
+        return cmds, isolation.local_snapshot(os.getpid(), place.world_size, place.threads_per_rank)
 
     def _measure(self, watch_pid: int | None) -> int:
         p, launch = self.point, self.launch
