@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("points", "strong", "weak", "comm", "model_size")
-
 
 def write_text(path: str | Path, text: str) -> None:
     path = Path(path)
