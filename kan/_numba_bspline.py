@@ -1,12 +1,12 @@
 """Optional fused CPU kernels (numba) for the cubic B-spline KAN layer; import-guarded.
 
-Same contract as kan/_triton_bspline.py, for CPU tensors: one parallel pass writes the packed
-features F (B, 1 + K, I) = [silu(x) | B_0 .. B_{K-1}], one computes grad_x from grad_F's base
-row and the 4 local spline rows. The eager path needs ~10 tensor passes for the same work
-(zero-fill, Horner, index arithmetic, scatter, silu; gather, products, sums); the GEMMs are
-unchanged. numba compiles these with its bundled LLVM on first use (about a second per
-dtype, cached on disk when the package directory is writable); no system compiler is needed
-and nothing here is required: without numba the eager path runs.
+The same interface as kan/_eager_bspline.py and kan/_triton_bspline.py, for CPU tensors: one
+parallel pass writes the packed features F (B, 1 + K, I) = [silu(x) | B_0 .. B_{K-1}], one
+computes grad_x from grad_F's base row and the 4 local spline rows. The eager path needs ~10
+tensor passes for the same work (zero-fill, Horner, index arithmetic, scatter, silu; gather,
+products, sums); the GEMMs are unchanged. numba compiles these with its bundled LLVM on first
+use (about a second per dtype, cached on disk when the package directory is writable); no
+system compiler is needed and nothing here is required: without numba the eager path runs.
 """
 
 from __future__ import annotations
@@ -122,19 +122,28 @@ def _match_threads() -> None:
         numba.set_num_threads(n)
 
 
-def features(x: torch.Tensor, spline) -> torch.Tensor:
-    """x (B, I) -> F (B, 1 + K, I)."""
-    _match_threads()
+def features(x: torch.Tensor, spline, need_grad_x: bool):
+    """x (B, I) -> F (B, 1 + K, I), and nothing more for grad_x (it recomputes from x)."""
     x = x.contiguous()
     out = torch.empty(x.shape[0], 1 + spline.num_basis, x.shape[1], dtype=x.dtype)
-    _features(_np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
-    return out
-
-
-def grad_x(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
-    """grad_f (B, 1 + K, I), any strides (a stride-0 batch axis included) -> grad_x (B, I)."""
     _match_threads()
+    _features(_np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
+    return out, ()
+
+
+def grad_x(x: torch.Tensor, spline, saved, grad_y: torch.Tensor, eff: torch.Tensor) -> torch.Tensor:
+    """grad_y (B, O), effective weight W (O, 1 + K, I) -> grad_x (B, I)."""
+    num_batch, num_out = grad_y.shape
+    if num_out == 1:
+        # rank-one grad_F = grad_y x W: the kernel reads W broadcast over the batch (stride 0)
+        return _grad_x_from(x, eff.expand(num_batch, -1, -1), spline) * grad_y
+    grad_f = torch.mm(grad_y, eff.view(num_out, -1)).view(num_batch, -1, x.shape[1])  # (B, 1+K, I)
+    return _grad_x_from(x, grad_f, spline)
+
+
+def _grad_x_from(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
+    """grad_f (B, 1 + K, I), any strides (a stride-0 batch axis included) -> grad_x (B, I)."""
     gx = torch.empty_like(x)
-    gf = grad_f
-    _grad_x(_np(x.contiguous()), _np(gf), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
+    _match_threads()
+    _grad_x(_np(x.contiguous()), _np(grad_f), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
     return gx

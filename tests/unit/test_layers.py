@@ -1,4 +1,5 @@
-"""KANLinear: gradients (gradcheck, float64), the packed-parameter interface, models, GPU path."""
+"""KANLinear: gradients (gradcheck, float64), the packed-parameter interface, models, the kernels
+behind the one autograd Function (eager, numba, Triton)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from kan import KAN, KANLinear, _numba_bspline
-from kan.layers import BASES
+from kan import KAN, KANLinear, _eager_bspline, _numba_bspline, layers
+from kan.layers import BASES, _BSplineKANFunction
 
 CONFIGS = [
     # basis, grid, order
@@ -108,22 +109,42 @@ def test_training_reduces_loss():
 
 
 @pytest.mark.skipif(not _numba_bspline.available(), reason="numba is not installed (optional): eager path only")
-@pytest.mark.parametrize("num_out", [1, 3])
+@pytest.mark.parametrize("need_x_grad", [True, False])  # False: the first layer's backward
+@pytest.mark.parametrize("num_out", [1, 3])  # out = 1: both kernels skip forming grad_F
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_cpu_path_matches_eager(dtype, num_out):
+def test_numba_and_eager_kernels_agree_through_the_one_function(dtype, num_out, need_x_grad):
     torch.manual_seed(0)
     layer = KANLinear(5, num_out, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
     with torch.no_grad():
         layer.spline_weight.normal_()
-    x = (torch.rand(37, 5, dtype=dtype) * 7 - 3).requires_grad_()  # inside and outside the span
-    y1 = layer(x)
-    g1 = torch.autograd.grad(y1.square().sum(), (x, layer.weight))
-    with _numba_bspline.disabled():
-        y0 = layer(x)
-        g0 = torch.autograd.grad(y0.square().sum(), (x, layer.weight))
+    x = (torch.rand(37, 5, dtype=dtype) * 7 - 3).requires_grad_(need_x_grad)  # inside and outside the span
+    wrt = (x, layer.weight) if need_x_grad else (layer.weight,)
+    got = {}
+    for kernels in (_numba_bspline, _eager_bspline):
+        y = _BSplineKANFunction.apply(x, layer.weight, layer._spline, kernels)
+        got[kernels] = (y, *torch.autograd.grad(y.square().sum(), wrt))
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
-    for a, b in zip((y1, *g1), (y0, *g0)):
+    for a, b in zip(got[_numba_bspline], got[_eager_bspline]):
         torch.testing.assert_close(a, b, **tol)
+
+
+def test_layer_picks_triton_then_numba_then_eager(monkeypatch):
+    chosen = []
+    apply = _BSplineKANFunction.apply
+
+    def spy(x, weight, spline, kernels):
+        chosen.append(kernels)
+        return apply(x, weight, spline, kernels)
+
+    monkeypatch.setattr(_BSplineKANFunction, "apply", staticmethod(spy))
+    x = torch.rand(4, 2)
+    KANLinear(2, 3)(x)  # cubic on CPU: numba when installed (Triton needs CUDA or its interpreter)
+    KANLinear(2, 3, spline_order=2)(x)  # the fused kernels are cubic-only
+    with _numba_bspline.disabled():
+        KANLinear(2, 3)(x)
+    cubic = _numba_bspline if _numba_bspline.available() else _eager_bspline
+    assert chosen == [cubic, _eager_bspline, _eager_bspline]
+    assert layers.KERNELS[-1] is _eager_bspline
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused GPU path cannot run here")
@@ -148,18 +169,19 @@ def test_fused_gpu_path_matches_eager(dtype):
 
 
 _INTERPRETER_CHECK = """
+import itertools
 import torch
-from kan import KANLinear, _triton_bspline
+from kan import KANLinear, _numba_bspline, _triton_bspline
 assert _triton_bspline._INTERPRET
-for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
+for (dtype, tol), num_out in itertools.product(((torch.float64, 1e-12), (torch.float32, 1e-4)), (1, 3)):
     torch.manual_seed(0)
-    layer = KANLinear(5, 3, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
+    layer = KANLinear(5, num_out, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
     with torch.no_grad():
         layer.spline_weight.normal_()
     x = (torch.rand(37, 5, dtype=dtype) * 5 - 2).requires_grad_()  # inside and outside the span
     y1 = layer(x)
     g1 = torch.autograd.grad(y1.square().sum(), (x, layer.weight))
-    with _triton_bspline.disabled():
+    with _triton_bspline.disabled(), _numba_bspline.disabled():  # the reference: eager kernels
         y0 = layer(x)
         g0 = torch.autograd.grad(y0.square().sum(), (x, layer.weight))
     for a, b in zip((y1, *g1), (y0, *g0)):
