@@ -12,18 +12,10 @@ system compiler is needed and nothing here is required: without numba the eager 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
 from kan._switch import KernelSwitch
-
-# numba sizes its thread pool once, at import, to all cores; two ranks on a 2-core machine then
-# run 2 x 2 numba threads and the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step,
-# [2,64,1] at world 2). Size the pool like the rank's OpenMP threads (torchrun sets
-# OMP_NUM_THREADS=1 per worker, our launcher sets it to cpu_threads_per_rank).
-if "NUMBA_NUM_THREADS" not in os.environ and os.environ.get("OMP_NUM_THREADS", "").isdigit():
-    os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
 
 try:  # optional dependency
     import numba
@@ -115,19 +107,44 @@ def _np(t: torch.Tensor):
     return t.detach().numpy()
 
 
-def _match_threads() -> None:
-    """Use as many threads as torch does (e.g. one per rank when DDP ranks share a node)."""
-    n = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+# Two ranks on a 2-core machine, each with a full-size numba pool, run 2 x 2 numba threads and
+# the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step, [2,64,1] at world 2). numba
+# fixes its pool size at its import, from NUMBA_NUM_THREADS (the launcher sets it per rank) or
+# else the core count; importing kan never writes the environment, so in-process the thread
+# count is set with set_num_threads, and every kernel call matches torch's threads (_run).
+
+
+def set_num_threads(num_threads: int) -> None:
+    """Run the kernels on num_threads threads, clamped to numba's pool size; no-op without numba.
+
+    The training entry point calls this where it sets the rank's torch threads.
+    """
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    if not _HAVE_NUMBA:
+        return
+    n = min(num_threads, numba.config.NUMBA_NUM_THREADS)
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
+
+
+def _run(kernel, *args) -> None:
+    """Call a numba kernel on as many threads as torch uses (one per rank when ranks share a node)."""
+    num_threads = torch.get_num_threads()
+    set_num_threads(num_threads)
+    kernel(*args)
+    # numba's first parallel call starts its OpenMP pool, which resets this thread's OpenMP
+    # thread count (torch's too) to the pool size: measured 1 -> 2 with a 2-thread pool, and
+    # 2 ranks x 2 torch threads on 2 cores made the [2,64,1] step 15x slower (47.8 vs 3.1 ms)
+    if torch.get_num_threads() != num_threads:
+        torch.set_num_threads(num_threads)
 
 
 def features(x: torch.Tensor, spline, need_grad_x: bool):
     """x (B, I) -> F (B, 1 + K, I), and nothing more for grad_x (it recomputes from x)."""
     x = x.contiguous()
     out = torch.empty(x.shape[0], 1 + spline.num_basis, x.shape[1], dtype=x.dtype)
-    _match_threads()
-    _features(_np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
+    _run(_features, _np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
     return out, ()
 
 
@@ -144,6 +161,5 @@ def grad_x(x: torch.Tensor, spline, saved, grad_y: torch.Tensor, eff: torch.Tens
 def _grad_x_from(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
     """grad_f (B, 1 + K, I), any strides (a stride-0 batch axis included) -> grad_x (B, I)."""
     gx = torch.empty_like(x)
-    _match_threads()
-    _grad_x(_np(x.contiguous()), _np(grad_f), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
+    _run(_grad_x, _np(x.contiguous()), _np(grad_f), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
     return gx

@@ -1,5 +1,5 @@
 """KANLinear: gradients (gradcheck, float64), the packed-parameter interface, models, the kernels
-behind the one autograd Function (eager, numba, Triton)."""
+behind the one autograd Function (eager, numba, Triton), numba's threads."""
 
 from __future__ import annotations
 
@@ -145,6 +145,41 @@ def test_layer_picks_triton_then_numba_then_eager(monkeypatch):
     cubic = _numba_bspline if _numba_bspline.available() else _eager_bspline
     assert chosen == [cubic, _eager_bspline, _eager_bspline]
     assert layers.KERNELS[-1] is _eager_bspline
+
+
+_THREADS_CHECK = """
+import os, torch
+torch.set_num_threads(1)
+import numba
+from kan import KANLinear, _numba_bspline
+assert "NUMBA_NUM_THREADS" not in os.environ  # importing kan leaves the environment alone
+x = torch.rand(64, 2, requires_grad=True)
+KANLinear(2, 3)(x).sum().backward()  # numba's first parallel call starts its OpenMP pool
+assert (torch.get_num_threads(), numba.get_num_threads()) == (1, 1), (torch.get_num_threads(), numba.get_num_threads())
+_numba_bspline.set_num_threads(10**6)
+assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS  # clamped to the pool
+_numba_bspline.set_num_threads(1)
+assert numba.get_num_threads() == 1
+print("THREADS-OK")
+"""
+
+
+def test_numba_threads_follow_torch_without_touching_the_environment():
+    """Each rank's kernels use its torch threads: 2 ranks x full-size pools on 2 cores made the
+    world-2 step 7x slower. numba's pool start must not leave torch on the pool size either."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("numba")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", _THREADS_CHECK], env=env, capture_output=True, text=True, timeout=120)
+    assert "THREADS-OK" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_set_num_threads_rejects_less_than_one():
+    with pytest.raises(ValueError, match="num_threads"):
+        _numba_bspline.set_num_threads(0)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused GPU path cannot run here")

@@ -42,18 +42,3 @@ def test_no_ddp_baseline(tmp_path):
     rec = json.loads(out.read_text())
     assert rc == 0 and rec["point"]["ddp"] is False
     assert rec["comm"]["probe_every"] == 0 and rec["comm"]["exposed_s"] is None  # nothing to measure
-
-
-def test_numba_pool_follows_the_ranks_threads():
-    """Each rank's numba pool is sized like its OpenMP threads; a full-size pool per rank made
-    2 ranks on 2 cores 7x slower."""
-    import os
-    import subprocess
-    import sys
-
-    pytest.importorskip("numba")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
-    env["OMP_NUM_THREADS"] = "1"
-    out = subprocess.run([sys.executable, "-c", "import kan, numba; print(numba.config.NUMBA_NUM_THREADS)"],
-                         env=env, capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "1"
