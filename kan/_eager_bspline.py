@@ -156,7 +156,7 @@ def grad_x(x: torch.Tensor, spline: LocalBSpline, saved, grad_y: torch.Tensor, e
     grad_buf = x.new_empty(num_batch, spline.num_rows, x.shape[1])  # (B, E, I), the features' padded layout
     grad_buf[:, :p].zero_()
     grad_buf[:, p + 1 + nb :].zero_()
-    torch.mm(grad_y, eff.view(num_out, -1), out=grad_buf[:, p : p + 1 + nb].flatten(1))
+    torch.mm(grad_y, eff.view(num_out, -1), out=grad_buf[:, p : p + 1 + nb].reshape(num_batch, (1 + nb) * x.shape[1]))
     grad_x = grad_buf[:, p] * dsilu
     if dw is not None:
         grad_buf[:, p] = 0  # base row: the local gather must read zeros there

@@ -72,7 +72,8 @@ class _BSplineKANFunction(torch.autograd.Function):
         eff = torch.empty_like(weight[:, 1:])  # (O, 1+K, I)
         eff[:, 0] = weight[:, 0]
         torch.mul(weight[:, 2:], weight[:, 1:2], out=eff[:, 1:])  # s * C
-        y = F.linear(feats.flatten(1), eff.view(num_out, -1))  # (B, O); flatten(1) is a view, no copy
+        num_cols = eff.shape[1] * eff.shape[2]  # (1 + K) I, spelled out so that an empty batch reshapes
+        y = F.linear(feats.reshape(num_batch, num_cols), eff.view(num_out, num_cols))  # (B, O); reshape is a view
         ctx.spline, ctx.kernels = spline, kernels
         ctx.save_for_backward(x, weight, feats, eff, *saved)
         return y
@@ -86,7 +87,8 @@ class _BSplineKANFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_x = ctx.kernels.grad_x(x, ctx.spline, saved, grad_y, eff)  # (B, I)
         if ctx.needs_input_grad[1]:
-            grad_eff = torch.mm(grad_y.t(), feats.flatten(1)).view(eff.shape)  # (O, 1+K, I)
+            feats_2d = feats.reshape(x.shape[0], eff.shape[1] * eff.shape[2])  # (B, (1+K) I), a view
+            grad_eff = torch.mm(grad_y.t(), feats_2d).view(eff.shape)  # (O, 1+K, I)
             grad_w = torch.empty_like(weight)  # (O, 2+K, I)
             grad_w[:, 0] = grad_eff[:, 0]
             torch.mul(grad_eff[:, 1:], weight[:, 1:2], out=grad_w[:, 2:])  # d/dC = s * d/dW
@@ -179,8 +181,9 @@ class KANLinear(nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"expected input (batch, {self.in_features}), got {tuple(x.shape)}")
         if self.basis == "bspline":
-            kernels = next(k for k in KERNELS if k.usable(x, self.spline_order))
-            return _BSplineKANFunction.apply(x, self.weight, self._spline, kernels)  # (batch, out)
+            for kernels in KERNELS:  # the last, eager, is always usable
+                if kernels.usable(x, self.spline_order):
+                    return _BSplineKANFunction.apply(x, self.weight, self._spline, kernels)  # (batch, out)
         # generic path (RBF, Chebyshev): one packed GEMM, plain autograd
         feats = torch.cat([F.silu(x).unsqueeze(1), self.basis_values(x).transpose(1, 2)], dim=1)  # (B, 1+K, I)
         w = self.weight

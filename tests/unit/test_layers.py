@@ -92,6 +92,14 @@ def test_bad_arguments_raise_value_error():
         KANLinear(3, 2)(torch.zeros(4, 2))
 
 
+@pytest.mark.parametrize("num_out", [1, 3])
+def test_empty_batch_goes_through(num_out):
+    layer = KANLinear(3, num_out)
+    x = torch.zeros(0, 3, requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad.shape == (0, 3) and layer.weight.grad.abs().sum() == 0
+
+
 def test_training_reduces_loss():
     torch.manual_seed(0)
     model = KAN([2, 8, 1], grid_size=5)
