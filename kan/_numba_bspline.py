@@ -1,29 +1,21 @@
 """Optional fused CPU kernels (numba) for the cubic B-spline KAN layer; import-guarded.
 
-Same contract as kan/_triton_bspline.py, for CPU tensors: one parallel pass writes the packed
-features F (B, 1 + K, I) = [silu(x) | B_0 .. B_{K-1}], one computes grad_x from grad_F's base
-row and the 4 local spline rows. The eager path needs ~10 tensor passes for the same work
-(zero-fill, Horner, index arithmetic, scatter, silu; gather, products, sums); the GEMMs are
-unchanged. numba compiles these with its bundled LLVM on first use (about a second per
-dtype, cached on disk when the package directory is writable); no system compiler is needed
-and nothing here is required: without numba the eager path runs.
+The same interface as kan/_eager_bspline.py and kan/_triton_bspline.py, for CPU tensors: one
+parallel pass writes the packed features F (B, 1 + K, I) = [silu(x) | B_0 .. B_{K-1}], one
+computes grad_x from grad_F's base row and the 4 local spline rows. The eager path needs ~10
+tensor passes for the same work (zero-fill, Horner, index arithmetic, scatter, silu; gather,
+products, sums); the GEMMs are unchanged. numba compiles these with its bundled LLVM on first
+use (about a second per dtype, cached on disk when the package directory is writable); no
+system compiler is needed and nothing here is required: without numba the eager path runs.
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
 from ._switch import KernelSwitch
-
-# numba sizes its thread pool once, at import, to all cores; two ranks on a 2-core machine then
-# run 2 x 2 numba threads and the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step,
-# [2,64,1] at world 2). Size the pool like the rank's OpenMP threads (torchrun sets
-# OMP_NUM_THREADS=1 per worker, our launcher sets it to cpu_threads_per_rank).
-if "NUMBA_NUM_THREADS" not in os.environ and os.environ.get("OMP_NUM_THREADS", "").isdigit():
-    os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
 
 try:  # optional dependency
     import numba
@@ -115,26 +107,59 @@ def _np(t: torch.Tensor):
     return t.detach().numpy()
 
 
-def _match_threads() -> None:
-    """Use as many threads as torch does (e.g. one per rank when DDP ranks share a node)."""
-    n = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+# Two ranks on a 2-core machine, each with a full-size numba pool, run 2 x 2 numba threads and
+# the step got 7x slower (measured: 7.5 ms vs 1.0 ms no_sync step, [2,64,1] at world 2). numba
+# fixes its pool size at its import, from NUMBA_NUM_THREADS (the launcher sets it per rank) or
+# else the core count; importing kan never writes the environment, so in-process the thread
+# count is set with set_num_threads, and every kernel call matches torch's threads (_run).
+
+
+def set_num_threads(num_threads: int) -> None:
+    """Run the kernels on num_threads threads, clamped to numba's pool size; no-op without numba.
+
+    The training entry point calls this where it sets the rank's torch threads.
+    """
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    if not _HAVE_NUMBA:
+        return
+    n = min(num_threads, numba.config.NUMBA_NUM_THREADS)
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
 
 
-def features(x: torch.Tensor, spline) -> torch.Tensor:
-    """x (B, I) -> F (B, 1 + K, I)."""
-    _match_threads()
+def _run(kernel, *args) -> None:
+    """Call a numba kernel on as many threads as torch uses (one per rank when ranks share a node)."""
+    num_threads = torch.get_num_threads()
+    set_num_threads(num_threads)
+    kernel(*args)
+    # numba's first parallel call starts its OpenMP pool, which resets this thread's OpenMP
+    # thread count (torch's too) to the pool size: measured 1 -> 2 with a 2-thread pool, and
+    # 2 ranks x 2 torch threads on 2 cores made the [2,64,1] step 15x slower (47.8 vs 3.1 ms)
+    if torch.get_num_threads() != num_threads:
+        torch.set_num_threads(num_threads)
+
+
+def features(x: torch.Tensor, spline, need_grad_x: bool):
+    """x (B, I) -> F (B, 1 + K, I), and nothing more for grad_x (it recomputes from x)."""
     x = x.contiguous()
     out = torch.empty(x.shape[0], 1 + spline.num_basis, x.shape[1], dtype=x.dtype)
-    _features(_np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
-    return out
+    _run(_features, _np(x), _np(out), spline.t0, spline.inv_h, spline.num_intervals)
+    return out, ()
 
 
-def grad_x(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
+def grad_x(x: torch.Tensor, spline, saved, grad_y: torch.Tensor, eff: torch.Tensor) -> torch.Tensor:
+    """grad_y (B, O), effective weight W (O, 1 + K, I) -> grad_x (B, I)."""
+    num_batch, num_out = grad_y.shape
+    if num_out == 1:
+        # rank-one grad_F = grad_y x W: the kernel reads W broadcast over the batch (stride 0)
+        return _grad_x_from(x, eff.expand(num_batch, -1, -1), spline) * grad_y
+    grad_f = torch.mm(grad_y, eff.view(num_out, -1)).view(num_batch, -1, x.shape[1])  # (B, 1+K, I)
+    return _grad_x_from(x, grad_f, spline)
+
+
+def _grad_x_from(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
     """grad_f (B, 1 + K, I), any strides (a stride-0 batch axis included) -> grad_x (B, I)."""
-    _match_threads()
     gx = torch.empty_like(x)
-    gf = grad_f
-    _grad_x(_np(x.contiguous()), _np(gf), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
+    _run(_grad_x, _np(x.contiguous()), _np(grad_f), _np(gx), spline.t0, spline.inv_h, spline.num_intervals)
     return gx

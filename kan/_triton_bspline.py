@@ -7,7 +7,8 @@ The GEMMs stay with cuBLAS; Triton fuses everything around them into one pass ea
 - backward: one kernel computes grad_x = grad_F[:, 0] * silu'(x) + sum_r grad_F[:, 1 + k_r] B'_{k_r}(x)
   reading only the order + 1 local columns of grad_F.
 
-Cubic only (spline_order 3, the studied layer); other orders use the eager path. The cubic
+The same interface as kan/_eager_bspline.py and kan/_numba_bspline.py. Cubic only
+(spline_order 3, the studied layer); other orders use the eager path. The cubic
 cardinal B-spline is evaluated in its symmetric, cancellation-free form
     N(z) = M(|z - 2|),  M(a) = ((2 - a)_+^3 - 4 (1 - a)_+^3) / 6.
 `available()` is False when triton is not importable; then nothing here is used. With
@@ -17,11 +18,11 @@ checks them.
 
 from __future__ import annotations
 
-import os
 
 import torch
 
 from ._switch import KernelSwitch
+from .env import triton_interpret
 
 try:  # optional dependency
     import triton
@@ -32,7 +33,7 @@ except Exception:  # ImportError, or a broken install on a CPU-only machine
     _HAVE_TRITON = False
 
 _SWITCH = KernelSwitch()
-_INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+_INTERPRET = triton_interpret()
 BLOCK = 256
 
 
@@ -112,18 +113,20 @@ def _consts(x: torch.Tensor, spline) -> torch.Tensor:
     return torch.tensor([spline.t0, spline.inv_h], dtype=x.dtype, device=x.device)
 
 
-def features(x: torch.Tensor, spline) -> torch.Tensor:
-    """x (B, I) contiguous -> F (B, 1 + K, I)."""
+def features(x: torch.Tensor, spline, need_grad_x: bool):
+    """x (B, I) -> F (B, 1 + K, I), and nothing more for grad_x (it recomputes from x)."""
+    x = x.contiguous()  # the kernel indexes x as flat (B * I)
     num_batch, num_in = x.shape
     out = torch.empty(num_batch, 1 + spline.num_basis, num_in, dtype=x.dtype, device=x.device)
     n = x.numel()
     _features_kernel[(triton.cdiv(n, BLOCK),)](x, out, _consts(x, spline), n, num_in, K=spline.num_basis, BLOCK_N=BLOCK)
-    return out
+    return out, ()
 
 
-def grad_x(x: torch.Tensor, grad_f: torch.Tensor, spline) -> torch.Tensor:
-    """grad_f (B, 1 + K, I) -> grad_x (B, I)."""
-    grad_f = grad_f.contiguous()
+def grad_x(x: torch.Tensor, spline, saved, grad_y: torch.Tensor, eff: torch.Tensor) -> torch.Tensor:
+    """grad_y (B, O), effective weight W (O, 1 + K, I) -> grad_x (B, I); grad_F = grad_y W is
+    formed densely for every O (the kernel indexes it as contiguous)."""
+    grad_f = torch.mm(grad_y, eff.view(eff.shape[0], -1))  # (B, (1+K) I), contiguous
     out = torch.empty_like(x)
     n = x.numel()
     _grad_x_kernel[(triton.cdiv(n, BLOCK),)](x.contiguous(), grad_f, out, _consts(x, spline), n, x.shape[1], K=spline.num_basis, BLOCK_N=BLOCK)

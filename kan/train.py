@@ -205,9 +205,7 @@ def _set_numba_threads(n: int) -> None:
     """numba's pool like the rank's torch threads (kan/_numba_bspline.py says why)."""
     from . import _numba_bspline
 
-    setter = getattr(_numba_bspline, "set_num_threads", None)
-    if setter is not None:
-        setter(n)
+    _numba_bspline.set_num_threads(n)
 
 
 def _gather(mine: dict, info) -> list[dict]:

@@ -1,4 +1,5 @@
-"""KANLinear: gradients (gradcheck, float64), the packed-parameter interface, models, GPU path."""
+"""KANLinear: gradients (gradcheck, float64), the packed-parameter interface, models, the kernels
+behind the one autograd Function (eager, numba, Triton), numba's threads."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from kan import KAN, KANLinear, _numba_bspline
-from kan.layers import BASES
+from kan import KAN, KANLinear, _eager_bspline, _numba_bspline, layers
+from kan.layers import BASES, _BSplineKANFunction
 
 CONFIGS = [
     # basis, grid, order
@@ -91,6 +92,14 @@ def test_bad_arguments_raise_value_error():
         KANLinear(3, 2)(torch.zeros(4, 2))
 
 
+@pytest.mark.parametrize("num_out", [1, 3])
+def test_empty_batch_goes_through(num_out):
+    layer = KANLinear(3, num_out)
+    x = torch.zeros(0, 3, requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad.shape == (0, 3) and layer.weight.grad.abs().sum() == 0
+
+
 def test_training_reduces_loss():
     torch.manual_seed(0)
     model = KAN([2, 8, 1], grid_size=5)
@@ -108,22 +117,77 @@ def test_training_reduces_loss():
 
 
 @pytest.mark.skipif(not _numba_bspline.available(), reason="numba is not installed (optional): eager path only")
-@pytest.mark.parametrize("num_out", [1, 3])
+@pytest.mark.parametrize("need_x_grad", [True, False])  # False: the first layer's backward
+@pytest.mark.parametrize("num_out", [1, 3])  # out = 1: both kernels skip forming grad_F
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_cpu_path_matches_eager(dtype, num_out):
+def test_numba_and_eager_kernels_agree_through_the_one_function(dtype, num_out, need_x_grad):
     torch.manual_seed(0)
     layer = KANLinear(5, num_out, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
     with torch.no_grad():
         layer.spline_weight.normal_()
-    x = (torch.rand(37, 5, dtype=dtype) * 7 - 3).requires_grad_()  # inside and outside the span
-    y1 = layer(x)
-    g1 = torch.autograd.grad(y1.square().sum(), (x, layer.weight))
-    with _numba_bspline.disabled():
-        y0 = layer(x)
-        g0 = torch.autograd.grad(y0.square().sum(), (x, layer.weight))
+    x = (torch.rand(37, 5, dtype=dtype) * 7 - 3).requires_grad_(need_x_grad)  # inside and outside the span
+    wrt = (x, layer.weight) if need_x_grad else (layer.weight,)
+    got = {}
+    for kernels in (_numba_bspline, _eager_bspline):
+        y = _BSplineKANFunction.apply(x, layer.weight, layer._spline, kernels)
+        got[kernels] = (y, *torch.autograd.grad(y.square().sum(), wrt))
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
-    for a, b in zip((y1, *g1), (y0, *g0)):
+    for a, b in zip(got[_numba_bspline], got[_eager_bspline]):
         torch.testing.assert_close(a, b, **tol)
+
+
+def test_layer_picks_triton_then_numba_then_eager(monkeypatch):
+    chosen = []
+    apply = _BSplineKANFunction.apply
+
+    def spy(x, weight, spline, kernels):
+        chosen.append(kernels)
+        return apply(x, weight, spline, kernels)
+
+    monkeypatch.setattr(_BSplineKANFunction, "apply", staticmethod(spy))
+    x = torch.rand(4, 2)
+    KANLinear(2, 3)(x)  # cubic on CPU: numba when installed (Triton needs CUDA or its interpreter)
+    KANLinear(2, 3, spline_order=2)(x)  # the fused kernels are cubic-only
+    with _numba_bspline.disabled():
+        KANLinear(2, 3)(x)
+    cubic = _numba_bspline if _numba_bspline.available() else _eager_bspline
+    assert chosen == [cubic, _eager_bspline, _eager_bspline]
+    assert layers.KERNELS[-1] is _eager_bspline
+
+
+_THREADS_CHECK = """
+import os, torch
+torch.set_num_threads(1)
+import numba
+from kan import KANLinear, _numba_bspline
+assert "NUMBA_NUM_THREADS" not in os.environ  # importing kan leaves the environment alone
+x = torch.rand(64, 2, requires_grad=True)
+KANLinear(2, 3)(x).sum().backward()  # numba's first parallel call starts its OpenMP pool
+assert (torch.get_num_threads(), numba.get_num_threads()) == (1, 1), (torch.get_num_threads(), numba.get_num_threads())
+_numba_bspline.set_num_threads(10**6)
+assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS  # clamped to the pool
+_numba_bspline.set_num_threads(1)
+assert numba.get_num_threads() == 1
+print("THREADS-OK")
+"""
+
+
+def test_numba_threads_follow_torch_without_touching_the_environment():
+    """Each rank's kernels use its torch threads: 2 ranks x full-size pools on 2 cores made the
+    world-2 step 7x slower. numba's pool start must not leave torch on the pool size either."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("numba")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", _THREADS_CHECK], env=env, capture_output=True, text=True, timeout=120)
+    assert "THREADS-OK" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_set_num_threads_rejects_less_than_one():
+    with pytest.raises(ValueError, match="num_threads"):
+        _numba_bspline.set_num_threads(0)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused GPU path cannot run here")
@@ -148,18 +212,19 @@ def test_fused_gpu_path_matches_eager(dtype):
 
 
 _INTERPRETER_CHECK = """
+import itertools
 import torch
-from kan import KANLinear, _triton_bspline
+from kan import KANLinear, _numba_bspline, _triton_bspline
 assert _triton_bspline._INTERPRET
-for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
+for (dtype, tol), num_out in itertools.product(((torch.float64, 1e-12), (torch.float32, 1e-4)), (1, 3)):
     torch.manual_seed(0)
-    layer = KANLinear(5, 3, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
+    layer = KANLinear(5, num_out, grid_size=4, grid_range=(-1.0, 2.0)).to(dtype)
     with torch.no_grad():
         layer.spline_weight.normal_()
     x = (torch.rand(37, 5, dtype=dtype) * 5 - 2).requires_grad_()  # inside and outside the span
     y1 = layer(x)
     g1 = torch.autograd.grad(y1.square().sum(), (x, layer.weight))
-    with _triton_bspline.disabled():
+    with _triton_bspline.disabled(), _numba_bspline.disabled():  # the reference: eager kernels
         y0 = layer(x)
         g0 = torch.autograd.grad(y0.square().sum(), (x, layer.weight))
     for a, b in zip((y1, *g1), (y0, *g0)):
