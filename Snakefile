@@ -15,6 +15,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# what `snakemake --report report.zip` says about the workflow; the figures, tables and the HTML
+# report it carries are registered in workflow/rules/{analyze,report}.smk
+report: "workflow/report/workflow.rst"
+
+
 # config/config.yaml unless --configfile names another study: Snakemake would otherwise merge
 # the two files key by key, mixing two studies into one
 if not workflow.overwrite_configfiles:
@@ -23,6 +28,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/common_report.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/report.smk"
@@ -34,8 +40,10 @@ localrules:
     make_pykan_env,
     collect_measurements,
     compute_tables,
+    fit_model,
     compute_guidelines,
     plot_figures,
+    evaluate_expectations,
     render_report,
 
 

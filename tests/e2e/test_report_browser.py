@@ -1,8 +1,12 @@
-"""Open a rendered report in real headless Chromium: it loads, the sections and a guideline are in the
-rendered DOM, the inline figures decode, and a screenshot is taken.
+"""Open a rendered report (two studies compared, expectations checked) in real headless Chromium: it
+loads, the sections and a guideline are in the rendered DOM, the inline figures decode, and at 1300 px
+and at the narrowest window headless Chromium gives (about 500 px) the page is no wider than the
+window (tables scroll in their own box, images scale); a screenshot at each width is saved in the
+test's temp dir.
 
 Needs Debian's `chromium` (apt-get install chromium). Skipped only when chromium is missing and CI is not
-"true"; under CI=true a missing browser is a failure. Set REPORT_SCREENSHOT=<path.png> to keep the screenshot.
+"true"; under CI=true a missing browser is a failure. Set REPORT_SCREENSHOT=<path.png> to keep the wide
+screenshot (the narrow one is kept next to it as <path>-narrow.png).
 """
 
 import os
@@ -15,16 +19,20 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from report_fixture import render  # noqa: E402
+from report_fixture import EXPECT, PROVENANCE, render, study_tables  # noqa: E402
+from scaling.plots import FIGURES  # noqa: E402
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
-# test-only instrumentation, added to a copy of the page: records whether every inline image decoded
+# test-only instrumentation, added to a copy of the page: whether every inline image decoded, and
+# the page's width against the window's once everything is laid out
 PROBE = """<script>
 window.addEventListener('load', () => {
   const imgs = Array.from(document.images);
   document.body.setAttribute('data-images', imgs.length + ':' + imgs.filter(i => i.complete && i.naturalWidth > 0).length);
+  document.body.setAttribute('data-width', document.documentElement.scrollWidth + ':' + window.innerWidth);
 });
 </script>"""
+WIDE, NARROW = 1300, 400  # headless Chromium does not go below about 500 px: it reports what it gave
 
 
 def find_browser():
@@ -53,34 +61,52 @@ def browser():
     return path
 
 
+def probe(browser: str, page: Path, profile: Path, width: int) -> tuple[str, int, int]:
+    """(rendered DOM, page scroll width, window inner width) at a window `width` px wide."""
+    dom = chromium(browser, profile, "--virtual-time-budget=5000", f"--window-size={width},2400", "--dump-dom",
+                   page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = re.search(r'data-width="(\d+):(\d+)"', dom.stdout)
+    assert m, "the page's load event did not fire"
+    return dom.stdout, int(m.group(1)), int(m.group(2))
+
+
+def screenshot(browser: str, page: Path, profile: Path, width: int, out: Path) -> None:
+    res = chromium(browser, profile, "--hide-scrollbars", f"--window-size={width},4000", f"--screenshot={out}",
+                   page.as_uri())
+    assert res.returncode == 0 and out.exists(), res.stderr[-2000:]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 50_000
+
+
 def test_report_in_headless_chromium(browser, tmp_path):
-    html = render(tmp_path)
+    other = {"name": "cluster-b", "folder": "results/cluster-b", "tables": study_tables(scale=0.8),
+             "provenance": {**PROVENANCE, "device_names": ["NVIDIA H100 80GB HBM3"], "hostnames": ["b1", "b2"]}}
+    html = render(tmp_path, compare=[other], expect=EXPECT)
     page = tmp_path / "report.html"
     page.write_text(html, encoding="utf-8")
     probed = tmp_path / "report_probed.html"
     probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
 
-    dom = chromium(browser, tmp_path / "profile-dom", "--virtual-time-budget=5000", "--dump-dom",
-                   probed.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    text = dom.stdout
+    text, scroll, inner = probe(browser, probed, tmp_path / "profile-wide", WIDE)
     assert "<title>kanscale report: handbuilt</title>" in text
-    for sid in ("strong", "weak", "comm", "model_size", "guidelines"):
+    for sid in ("summary", "guidelines", "expectations", "compare", "strong", "weak", "comm", "model_size"):
         assert re.search(rf'<section id="{sid}">', text), f"section {sid} missing from the rendered DOM"
     guidelines = re.search(r'<section id="guidelines">(.*?)</section>', text, re.S).group(1)
     assert 'class="guideline advice"' in guidelines and "efficiency" in guidelines
-    images = re.search(r'data-images="(\d+):(\d+)"', text)
-    assert images, "the page's load event did not fire"
-    total, decoded = map(int, images.groups())
-    assert total == 7 and decoded == total, f"{decoded} of {total} inline figures decoded"
+    total, decoded = map(int, re.search(r'data-images="(\d+):(\d+)"', text).groups())
+    assert total == len(FIGURES) and decoded == total, f"{decoded} of {total} inline figures decoded"
     assert "<script>alert(1)</script>" not in text  # the escaped failure reason stayed text
+    assert inner >= WIDE - 20 and scroll <= inner, f"page {scroll} px wide in a {inner} px window"
 
-    shot = tmp_path / "report.png"
-    res = chromium(browser, tmp_path / "profile-shot", "--hide-scrollbars", "--window-size=1300,2400",
-                   f"--screenshot={shot}", page.as_uri())
-    assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    _, scroll_n, inner_n = probe(browser, probed, tmp_path / "profile-narrow", NARROW)
+    assert inner_n <= 520, f"headless Chromium gave a {inner_n} px window"
+    assert scroll_n <= inner_n, f"page {scroll_n} px wide in a {inner_n} px window: horizontal overflow"
+
+    wide, narrow = tmp_path / "report.png", tmp_path / "report-narrow.png"
+    screenshot(browser, page, tmp_path / "profile-shot", WIDE, wide)
+    screenshot(browser, page, tmp_path / "profile-shot-narrow", inner_n, narrow)
     keep = os.environ.get("REPORT_SCREENSHOT")
     if keep:
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, keep)
+        shutil.copy(wide, keep)
+        shutil.copy(narrow, str(Path(keep).with_suffix("")) + "-narrow.png")

@@ -1,16 +1,21 @@
 """The analysis and report rules under Snakemake, on synthetic point records (no training): a copy of
 the workflow gets one record per planned point of config/local.yaml (one of them failed, with markup in
 its reason) and Snakemake builds measurements.csv -> tables, model.json -> figures -> guidelines ->
-report.html. The records carry a one-entry loss curve, and the all-reduce points an alpha-beta sweep."""
+expectations -> report.html. The records carry a one-entry loss curve, and the all-reduce points an
+alpha-beta sweep. Then: `snakemake --report` carries the figures; a moved copy re-runs nothing; a
+second study compared and expectations checked re-run only the report rules."""
 
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +23,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 import plan  # noqa: E402
 from kan import record as records  # noqa: E402
 from kan.config import Point  # noqa: E402
+from scaling.plots import FIGURES  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]
@@ -90,23 +96,46 @@ def workdir(tmp_path_factory):
     return wd
 
 
-def test_workflow_builds_report(workdir):
+ANALYSIS = ["collect_measurements", "compute_tables", "fit_model", "plot_figures", "compute_guidelines",
+            "evaluate_expectations", "render_report", "all"]
+
+
+def snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("snakemake")
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def run_analysis(cwd: Path, triggers: tuple[str, ...] = ("mtime",)) -> subprocess.CompletedProcess:
     # the records exist and are never re-measured: only what is downstream of them runs
-    res = subprocess.run([str(exe), "--profile", "profiles/local", "--rerun-triggers", "mtime",
-                          "--allowed-rules", "collect_measurements", "compute_tables", "fit_model", "plot_figures",
-                          "compute_guidelines", "render_report", "all", "--cores", "2"],
-                         cwd=workdir, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return snakemake(cwd, "--profile", "profiles/local", "--rerun-triggers", *triggers, "--allowed-rules", *ANALYSIS,
+                     "--cores", "2")
+
+
+@pytest.fixture(scope="module")
+def built(workdir):
+    res = run_analysis(workdir)
     assert res.returncode == 0, res.stderr[-4000:]
+    return workdir
+
+
+def test_workflow_builds_report(built):
+    workdir = built
     html = (workdir / "reports/local/report.html").read_text()
-    for sid in ("summary", "strong", "weak", "comm", "model_size", "model", "guidelines"):
+    for sid in ("summary", "guidelines", "strong", "weak", "comm", "model_size", "model", "method", "run"):
         assert f'<section id="{sid}">' in html
+    assert html.index('<section id="summary">') < html.index('<section id="guidelines">') < html.index(
+        '<section id="strong">')
     assert "&lt;b&gt;rank 0&lt;/b&gt; exited" in html and "<b>rank 0</b>" not in html
-    # every figure, loss curves and the all-reduce sweep included
-    assert html.count('<img src="data:image/png;base64,') == 7
+    # every figure, loss curves and the all-reduce sweep included, one panel per image
+    assert html.count('<img src="data:image/png;base64,') == len(FIGURES)
     assert "no loss curve recorded" not in html and "no all-reduce sweep measured" not in html
     assert "not enough world sizes to fit (have 2, need 3)" in html  # local.yaml: world sizes 1 and 2
+    # the summary box: hardware, counts by state (one failed point), no expectation configured
+    summary = re.search(r'<section id="summary">(.*?)</section>', html, re.S).group(1)
+    assert "host0, host1" in summary and "gloo" in summary
+    assert re.search(r'class="card card-failed">failed<b[^>]*>1</b>', summary)
+    assert "None configured" in summary
     g = json.loads((workdir / "results/local/guidelines.json").read_text())["guidelines"]
     strong = next(x for x in g if x["id"].startswith("strong-efficiency"))
     # synthetic Amdahl 10% serial: efficiency at 2 ranks = 1 / (2 * (0.1 + 0.45)) = 90.9% -> 2 ranks;
@@ -118,8 +147,92 @@ def test_workflow_builds_report(workdir):
     assert inter["numbers"]["loss_pct"] == pytest.approx(20.0, abs=1.5)
     for name in ("strong", "weak", "comm", "model_size", "points", "allreduce_sizes"):
         assert (workdir / f"results/local/{name}.csv").stat().st_size > 0
+    assert json.loads((workdir / "results/local/expectations.json").read_text())["expectations"] == []
     model = json.loads((workdir / "results/local/model.json").read_text())
     for m in model["models"].values():
         for entry in m["placements"].values():
             v = entry.get("validation")
             assert v is None or v["loo_mape_pct"] is not None or v["reason"]
+
+
+def test_snakemake_report_zip_carries_the_figures(built, tmp_path):
+    zip_path = tmp_path / "report.zip"
+    res = snakemake(built, "--profile", "profiles/local", "--report", str(zip_path))
+    assert res.returncode == 0, res.stderr[-4000:]
+    with zipfile.ZipFile(zip_path) as z:
+        names = z.namelist()
+        index = z.read("report/report.html").decode("utf-8", "replace")  # Snakemake's own page
+    for fig in FIGURES:
+        assert any(n.endswith(f"/{fig}.png") for n in names), f"{fig}.png not in the zip"
+    for table in ("points.csv", "strong.csv", "weak.csv", "comm.csv", "model_size.csv", "expectations.json"):
+        assert any(n.endswith(f"/{table}") for n in names), table
+    assert any(n.startswith("report/data/") and n.endswith("/report.html") for n in names)  # kanscale's page
+    # the workflow's description and the figures' captions (workflow/report/*.rst)
+    assert "kanscale measures how training" in index and "bus bandwidth against buffer size" in index
+
+
+def test_moved_checkout_reruns_nothing(built, tmp_path):
+    moved = tmp_path / "elsewhere" / "kanscale copy"
+    shutil.copytree(built, moved, symlinks=True)  # copy2: modification times kept
+    res = snakemake(moved, "--profile", "profiles/local", "--dry-run")
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[-4000:]
+
+
+def _other_study(workdir: Path) -> None:
+    """results/other: this study's results with 20% less throughput everywhere, named "other"."""
+    src, dst = workdir / "results/local", workdir / "results/other"
+    if dst.exists():
+        return
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("points", "benchmarks", "logs", "plots"))
+    m = pd.read_csv(dst / "measurements.csv")
+    m["study"] = "other"
+    m.to_csv(dst / "measurements.csv", index=False)
+    for name in ("strong", "weak", "comm", "model_size"):
+        t = pd.read_csv(dst / f"{name}.csv")
+        for c in [c for c in t.columns if c.startswith(("samples_per_s_mean", "samples_per_s_ci", "samples_per_s_per_rank_"))]:
+            t[c] = 0.8 * t[c]
+        t.to_csv(dst / f"{name}.csv", index=False)
+    prov = json.loads((dst / "provenance.json").read_text())
+    (dst / "provenance.json").write_text(json.dumps({**prov, "device_names": ["NVIDIA A100 (other)"]}))
+
+
+def test_compare_and_expectations(built):
+    workdir = built
+    _other_study(workdir)
+    cfg = workdir / "config" / "local.yaml"
+    original = cfg.read_text()
+    cfg.write_text(original + "\nreport:\n  compare: [results/other]\n  expect:\n"
+                   "    - {metric: strong_efficiency, world_size: 2, min: 0.5}\n"
+                   "    - {metric: exposed_comm_pct, experiment: comm, max: 10}\n")
+    try:
+        # Snakemake's default triggers: a changed param re-runs the rules that take it
+        res = run_analysis(workdir, ("mtime", "params", "input", "code"))
+        assert res.returncode == 0, res.stderr[-4000:]
+        stats = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", res.stdout + res.stderr, re.S)
+        ran = {line.split()[0] for line in stats.group(1).strip().splitlines()}
+        # a report setting re-runs only what reads it, never the tables or the model
+        assert ran == {"plot_figures", "evaluate_expectations", "render_report", "all"}, ran
+        html = (workdir / "reports/local/report.html").read_text()
+        compare = re.search(r'<section id="compare">(.*?)</section>', html, re.S).group(1)
+        assert "<th>local</th><th>other</th><th>Δ other</th>" in compare and "-20.0%" in compare
+        assert "NVIDIA A100 (other)" in compare
+        result = json.loads((workdir / "results/local/expectations.json").read_text())
+        assert [e["status"] for e in result["expectations"]] == ["pass", "fail"]
+        check = [sys.executable, str(ROOT / "workflow/scripts/check_expectations.py"),
+                 str(workdir / "results/local/expectations.json")]
+        res = subprocess.run(check, capture_output=True, text=True)
+        assert res.returncode == 1 and "FAIL fail" in res.stdout, res.stdout + res.stderr
+        # a misspelt metric stops the workflow as it loads, listing the allowed ones
+        cfg.write_text(original + "\nreport:\n  expect:\n    - {metric: strong_eficiency, min: 0.7}\n")
+        res = snakemake(workdir, "--profile", "profiles/local", "--dry-run")
+        out = res.stdout + res.stderr
+        assert res.returncode != 0 and "report.expect[0].metric: 'strong_eficiency' is not a known metric" in out, out
+        assert "allowed metrics: strong_efficiency" in out
+        # a compared folder that is not there: the key and the folder in the error
+        cfg.write_text(original + "\nreport:\n  compare: [results/nowhere]\n")
+        res = run_analysis(workdir)
+        assert res.returncode != 0
+        assert "report.compare[0]: results/nowhere: no such folder" in res.stdout + res.stderr
+    finally:
+        cfg.write_text(original)

@@ -183,3 +183,17 @@ def test_fits_written_for_strong_and_weak():
     assert f["strong"]["kan-bspline [2,64,1]"]["intra-node"]["usl"]["status"] == "fit"
     assert f["weak"]["kan-bspline [2,64,1]"]["intra-node"]["gustafson"]["reason"] == (
         "not enough world sizes to fit (have 2, need 3)")
+
+
+def test_baseline_ratios_are_exact():
+    # the baseline against itself is 1 by definition: no interval (its own spread would count twice)
+    tables = compute_tables(study(), thresholds=FAST)
+    s = ddp(tables["strong"])
+    base = at(s, world_size=1)
+    assert base["is_baseline"] and base["efficiency"] == pytest.approx(1.0)
+    for c in ("speedup_ci_lo", "speedup_ci_hi", "efficiency_ci_lo", "efficiency_ci_hi"):
+        assert math.isnan(base[c])
+    assert not at(s, world_size=2)["is_baseline"] and not math.isnan(at(s, world_size=2)["efficiency_ci_lo"])
+    assert not math.isnan(base["samples_per_s_ci_lo"])  # the measurement itself keeps its interval
+    w = at(ddp(tables["weak"]), world_size=1)
+    assert w["is_baseline"] and math.isnan(w["weak_efficiency_ci_lo"]) and math.isnan(w["scaled_speedup_ci_hi"])

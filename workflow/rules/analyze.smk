@@ -12,11 +12,11 @@ rule collect_measurements:
         allreduce="results/{study}/allreduce.csv",
     log:
         "results/{study}/logs/collect_measurements.log",
-    message:
-        "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
     params:
         points=get_planned_points,
         running=get_running_points,
+    message:
+        "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
     script:
         "../scripts/collect.py"
 
@@ -28,18 +28,18 @@ rule compute_tables:
         allreduce=rules.collect_measurements.output.allreduce,
         records=get_point_records,
     output:
-        points="results/{study}/points.csv",
-        strong="results/{study}/strong.csv",
-        weak="results/{study}/weak.csv",
-        comm="results/{study}/comm.csv",
-        model_size="results/{study}/model_size.csv",
+        points=report_table("results/{study}/points.csv", "points"),
+        strong=report_table("results/{study}/strong.csv", "strong"),
+        weak=report_table("results/{study}/weak.csv", "weak"),
+        comm=report_table("results/{study}/comm.csv", "comm"),
+        model_size=report_table("results/{study}/model_size.csv", "model_size"),
         allreduce_sizes="results/{study}/allreduce_sizes.csv",
         fits="results/{study}/fits.json",
         provenance="results/{study}/provenance.json",
     log:
         "results/{study}/logs/compute_tables.log",
     params:
-        thresholds=get_report_thresholds,
+        thresholds=get_thresholds,
     message:
         "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, time to target, law fits"
     script:
@@ -55,7 +55,7 @@ rule fit_model:
     log:
         "results/{study}/logs/fit_model.log",
     params:
-        thresholds=get_report_thresholds,
+        thresholds=get_thresholds,
     message:
         "model {wildcards.study}: compute + alpha-beta comm, leave-one-world-size-out validation, predictions"
     script:
@@ -74,13 +74,8 @@ rule compute_guidelines:
     log:
         "results/{study}/logs/compute_guidelines.log",
     params:
-        thresholds=get_report_thresholds,
+        thresholds=get_thresholds,
     message:
         "guidelines {wildcards.study}: threshold rules over the tables and the model"
     script:
         "../scripts/compute_guidelines.py"
-
-
-# seconds of numpy, like the other aggregation rules the Snakefile lists as local
-localrules:
-    fit_model,

@@ -124,19 +124,6 @@ def get_retry_token(wildcards):
     return plan.retry_token(path, config["rerun_failed"])
 
 
-# analysis and report (workflow/rules/analyze.smk, report.smk)
-def get_report_thresholds(wildcards):
-    """The config's report section minus the reference choice: the guideline thresholds."""
-    return {k: v for k, v in config["report"].items() if k != "reference"}
-
-
-def get_reference_dir(wildcards):
-    """Folder of the seed paper's per-point CSVs when the config asks for the overlay, else None."""
-    if config["report"]["reference"] == "seed-paper-a100":
-        return str(WORKFLOW_DIR / "report" / "reference")
-    return None
-
-
 # Slurm geometry of a point's job (used by profiles/slurm through the executor plugin; ignored
 # locally), from workflow/scripts/launch/geometry.py, which the launcher's srun line uses too. The
 # rule has an `mpi` resource, so the plugin runs it in the job's batch step and the launcher starts

@@ -25,6 +25,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 
 from kan import record as records
+from scaling.expectations import expectation_problems
 from kan.config import (AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, Point, PointError,
                         TrainConfig)
 
@@ -302,6 +303,8 @@ def _semantic_problems(cfg: dict) -> list[tuple[str, str]]:
     lo, hi = cfg["model"]["grid_range"]
     if not hi > lo:
         out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
+    # report.expect's grammar: a typo in a metric name stops the run before any point is measured
+    out.extend(expectation_problems(cfg["report"].get("expect")))
     if len(cfg["model"]["widths"]) < 3:
         out.append(("model.widths", f"{cfg['model']['widths']} needs a hidden layer (input, hidden..., output): "
                                     f"the model_size experiment sweeps the hidden width"))
@@ -465,7 +468,7 @@ def _merge(base: dict, top: dict) -> None:
 
 # the rules that turn records into the report (what `make report` may run; never measure_point)
 ANALYSIS_RULES = ("collect_measurements", "compute_tables", "fit_model", "compute_guidelines", "plot_figures",
-                  "render_report", "all")
+                  "evaluate_expectations", "render_report", "all")
 DEFAULT_OVERHEAD_S = 30.0  # start-up + teardown of a point when no measured job says otherwise
 ESTIMATE_RULE = ("minutes = (steps x median synced step time of ok records with the same model, placement, "
                  "per-rank batch, device and threads + median job overhead) / 60")

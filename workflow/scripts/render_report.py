@@ -1,9 +1,11 @@
-"""Snakemake script: tables, model, figures, guidelines and provenance -> reports/<study>/report.html."""
+"""Snakemake script: tables, model, figures, guidelines, expectations and provenance (of this study
+and of the studies in report.compare) -> reports/<study>/report.html."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling.compare import read_studies  # noqa: E402
 from scaling.io import read_json, read_tables, write_text  # noqa: E402
 from scaling.plots import load_reference  # noqa: E402
 from scaling.render import render_report  # noqa: E402
@@ -11,11 +13,13 @@ from scaling.render import render_report  # noqa: E402
 TABLES = ("points", "strong", "weak", "comm", "model_size", "allreduce_sizes", "fits", "model")
 
 
-def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference_dir: str | None,
-         out: str) -> None:
+def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference: str | None,
+         out: str, expectations: str | None = None, compare: list[str] | None = None) -> None:
+    """`reference`: the config's report.reference name; `compare`: other studies' results folders."""
     html = render_report(read_tables(tables), read_json(guidelines)["guidelines"],
                          read_json(Path(figures) / "figures.json"), figures, config, read_json(provenance),
-                         load_reference(reference_dir))
+                         load_reference(reference), expectations=read_json(expectations) if expectations else None,
+                         compare=read_studies(compare or []))
     write_text(out, html)
     print(f"{out}: {len(html):,} bytes", file=sys.stderr)
 
@@ -25,4 +29,5 @@ if __name__ == "__main__":
         sys.stderr = log
         inp = snakemake.input  # noqa: F821
         main({k: inp[k] for k in TABLES}, inp.figures, inp.guidelines, inp.provenance, snakemake.params.config,  # noqa: F821
-             snakemake.params.reference_dir, snakemake.output[0])  # noqa: F821
+             snakemake.params.reference, snakemake.output[0], inp.expectations,  # noqa: F821
+             snakemake.params.compare)  # noqa: F821

@@ -184,6 +184,11 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         for name in ("points", "benchmarks", "attempts"):
             (results / name).mkdir(parents=True, exist_ok=True)
             (scratch / "results" / study / name).symlink_to(results / name)
+        for folder in cfg["report"].get("compare") or []:  # relative to the working directory, as in a run
+            link = scratch / folder
+            if not link.exists() and (workdir / folder).exists():
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to((workdir / folder).resolve())
         cfg_file = scratch / "study.yaml"
         write_text(cfg_file, yaml.safe_dump({**cfg, "partial": True}, sort_keys=False))
         target = f"reports/{study}/report.html"

@@ -1,6 +1,9 @@
-"""The self-contained HTML report: a summary, tables, inline figures (base64 PNG), the law fits, the
-performance model (kept apart from the measurements), guidelines, provenance. Jinja2 with
-autoescape; everything the page needs is inside the one file (no external URLs)."""
+"""The self-contained HTML report. It answers first: a summary box (what was measured on what, the
+recommended configuration, run counts, expectation verdicts), then every guideline once with its
+numbers as small tables, the expectations, the comparison with other studies (report.compare),
+and then the tables, inline figures (base64 PNG), law fits, the performance model (kept apart
+from the measurements), method and provenance. Jinja2 with autoescape; everything the page needs
+is inside the one file (no external URLs); wide tables scroll inside their own box."""
 
 from __future__ import annotations
 
@@ -13,14 +16,24 @@ import jinja2
 import pandas as pd
 import yaml
 
+from . import compare as compare_studies
+from .expectations import RULE as EXPECT_RULE
+from .expectations import fmt as expect_fmt
+from .expectations import fmt_ci
 from .fits import describe
+from .numbers import numbers_tables
 from .reference import PAPER_BASELINE, comparable, overlay_note
+from .summary import CARDS, measured_on, recommendations, status_counts
 from .target import rule_text
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report" / "templates"
 SECTIONS = ("strong", "weak", "comm", "model_size")
-SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"], "weak": ["weak"],
-                   "comm": ["comm", "allreduce"], "model_size": ["model_size"]}
+SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],
+                   "weak": ["weak_throughput", "weak_efficiency"],
+                   "comm": ["comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time"],
+                   "model_size": ["model_size_memory", "model_size_throughput"]}
+TOPICS = (("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
+          ("comm", "Communication and placement"), ("model_size", "Memory"))
 
 
 def _fmt(v, nd=1):
@@ -69,12 +82,18 @@ def _nan(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+# ratios against the DDP baseline: exactly 1 at the baseline itself
+BASELINE_RATIOS = ("speedup", "efficiency", "weak_efficiency", "scaled_speedup", "time_to_target_speedup")
+
+
 def _ratio(r, col, nd=2, pct=False):
     """'value [lo, hi]' of a ratio column with _ci_lo/_ci_hi siblings."""
     v = r.get(col)
     if _nan(v):
         return "–"
     f = (lambda x: f"{100 * float(x):.1f}%") if pct else (lambda x: _fmt(float(x), nd))
+    if col in BASELINE_RATIOS and str(r.get("is_baseline")).lower() == "true":
+        return f(v) + " (baseline)"
     lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
     return f(v) + ("" if _nan(lo) or _nan(hi) else f" [{f(lo)}, {f(hi)}]")
 
@@ -197,19 +216,19 @@ def figure_entries(manifest: dict, folder: str | Path | None, names: list[str]) 
 
 
 def status_summary(points: pd.DataFrame | None) -> dict:
+    """Counts by state (summary.status_counts) and the runs that did not succeed or ran contended."""
+    out = status_counts(points)
+    out.update(not_ok=[], contended=[])
     if points is None or points.empty:
-        return {"planned": 0, "ok": 0, "failed": 0, "missing": 0, "not_ok": [], "contended": []}
+        return out
     st = points["status"].fillna("missing")
-    not_ok = points[st != "ok"]
     flags = points["contended"] if "contended" in points else pd.Series(False, index=points.index)
     contended = points[[str(v).lower() == "true" for v in flags]]
-    return {"planned": len(points), "ok": int((st == "ok").sum()), "missing": int((st == "missing").sum()),
-            "failed": int(((st != "ok") & (st != "missing")).sum()),
-            "by_status": st.value_counts().to_dict(),
-            "not_ok": [{"point_id": r["point_id"], "status": r["status"], "reason": _text(r.get("reason"))}
-                       for r in not_ok.to_dict("records")],
-            "contended": [{"point_id": r["point_id"], "status": r["status"], "contention": _text(r.get("contention"))}
-                          for r in contended.to_dict("records")]}
+    out["not_ok"] = [{"point_id": r["point_id"], "status": r["status"], "reason": _text(r.get("reason"))}
+                     for r in points[st != "ok"].to_dict("records")]
+    out["contended"] = [{"point_id": r["point_id"], "status": r["status"], "contention": _text(r.get("contention"))}
+                        for r in contended.to_dict("records")]
+    return out
 
 
 def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
@@ -332,30 +351,78 @@ def model_sections(model_json: dict | None) -> list[dict]:
     return out
 
 
+def guideline_groups(guidelines: list[dict]) -> list[dict]:
+    """The guidelines by topic, each once, with its numbers as tables."""
+    out = []
+    for topic, title in TOPICS:
+        items = [{**g, "tables": numbers_tables(g.get("numbers"))} for g in guidelines if g.get("topic") == topic]
+        if items:
+            out.append({"topic": topic, "title": title, "items": items})
+    return out
+
+
+def _cell_text(c: dict | None, unit: str) -> str:
+    return fmt_ci(c["value"], c.get("lo"), c.get("hi"), unit) if c else "–"
+
+
+def compare_context(current: dict, others: list[dict]) -> dict | None:
+    """Key figures of every study side by side with their differences, and each study's hardware."""
+    if not others:
+        return None
+    studies = compare_studies.unique_names([current] + list(others))
+    names = [s["name"] for s in studies]
+    rows = []
+    for r in compare_studies.key_figures(studies):
+        rows.append({"figure": r["figure"], "where": r["where"], "cells": [_cell_text(c, r["unit"]) for c in r["cells"]],
+                     "deltas": [d or {"text": "–", "apart": False, "note": ""} for d in r["deltas"]]})
+    return {"names": names, "rows": rows, "hardware": compare_studies.hardware_rows(studies)}
+
+
+def expectations_context(expectations: dict | None) -> dict | None:
+    if not expectations or not expectations.get("expectations"):
+        return None
+    items = []
+    for e in expectations["expectations"]:
+        rows = [{**r, "value_text": fmt_ci(r["value"], r.get("ci_lo"), r.get("ci_hi"), e["unit"])
+                 + (" (exact)" if r.get("exact") and r.get("value") is not None else "")} for r in e["rows"]]
+        bounds = " and ".join(f"{op} {expect_fmt(e[b], e['unit'])}" for b, op in (("min", "≥"), ("max", "≤"))
+                              if e.get(b) is not None)
+        items.append({**e, "rows": rows, "bounds": bounds})
+    return {"items": items, "counts": expectations.get("counts", {}), "rule": expectations.get("rule", EXPECT_RULE)}
+
+
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
-                  provenance: dict, reference: dict | None = None, generated_utc: str | None = None) -> dict:
+                  provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
+                  expectations: dict | None = None, compare: list[dict] | None = None) -> dict:
     reference = reference or {}
-    thresholds = {k: v for k, v in (config.get("report") or {}).items() if k != "reference"}
+    thresholds = {k: v for k, v in (config.get("report") or {}).items() if k not in ("reference", "compare", "expect")}
     sections = {}
     for name in SECTIONS:
         t = tables.get(name)
         sections[name] = {"table": table_rows(name, t), "figures": figure_entries(manifest, figures_dir,
                                                                                    SECTION_FIGURES[name]),
-                          "guidelines": [g for g in guidelines if g.get("topic") == name]}
+                          "num_guidelines": sum(g.get("topic") == name for g in guidelines)}
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     fits = tables.get("fits") or {}
     by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
+    study = config.get("study", "study")
+    status = status_summary(tables.get("points"))
     return {
-        "study": config.get("study", "study"),
+        "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "config_yaml": yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=100),
         "thresholds": config.get("report", {}),
-        "status": status_summary(tables.get("points")),
+        "status": status,
+        "cards": CARDS,
         "provenance": provenance or {},
         "sections": sections,
-        "guidelines": guidelines,
+        "guideline_groups": guideline_groups(guidelines),
         "summary": {"counts": {s: len(v) for s, v in by_status.items()},
-                    "deploy": [g for g in guidelines if g.get("topic") == "deploy"]},
+                    "measured_on": measured_on(tables.get("points"), provenance or {}),
+                    "recommendations": recommendations(tables.get("model"), guidelines)},
+        "expectations": expectations_context(expectations),
+        "compare": compare_context({"name": study, "folder": None, "tables": tables, "provenance": provenance or {}},
+                                   compare or []),
         "fit_rows": fit_rows(fits),
         "fit_method": fits.get("method") or {},
         "models": model_sections(tables.get("model")),
@@ -370,9 +437,12 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
 
 def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
-                  templates: str | Path = TEMPLATES) -> str:
-    """The report's HTML as a string."""
+                  templates: str | Path = TEMPLATES, expectations: dict | None = None,
+                  compare: list[dict] | None = None) -> str:
+    """The report's HTML as a string. `expectations` = expectations.json; `compare` = other studies
+    (compare.read_study), shown after this one."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc)
+    ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
+                        expectations, compare)
     return env.get_template("report.html.j2").render(**ctx)

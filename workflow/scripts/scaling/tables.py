@@ -115,6 +115,22 @@ def _ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0) 
     t.at[i, f"{name}_ci_hi"] = r["ci_hi"] * scale
 
 
+def _is_baseline(t: pd.DataFrame, i, base: pd.DataFrame | None) -> bool:
+    """Whether row i is the DDP baseline configuration itself."""
+    if base is None or not bool(t.at[i, "ddp"]):
+        return False
+    return (t.at[i, "world_size"] == base["world_size"].iloc[0]) and (t.at[i, "nodes"] == base["nodes"].iloc[0])
+
+
+def _exact_at_baseline(t: pd.DataFrame, i, names: tuple[str, ...]) -> None:
+    """The baseline against itself: the ratio is 1 by definition, so it has no interval (the delta
+    method would give it one from the baseline's own spread, counted twice)."""
+    t.at[i, "is_baseline"] = True
+    for name in names:
+        t.at[i, f"{name}_ci_lo"] = math.nan
+        t.at[i, f"{name}_ci_hi"] = math.nan
+
+
 def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
     """time_to_target_s (mean over repeats, only when every ok repeat with a curve reached the
     target: a mean over the repeats that happened to reach it would be biased low), its note, and
@@ -144,6 +160,8 @@ def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
             t.at[i, "time_to_target_s_ci_hi"] = st["ci_hi"]
             if base_ok:
                 _ratio_columns(t, i, "time_to_target_speedup", base_t, have["time_to_target_s"])
+                if t.at[i, "is_baseline"]:
+                    _exact_at_baseline(t, i, ("time_to_target_speedup",))
 
 
 def not_reached_note(missed: int, total: int) -> str:
@@ -166,6 +184,7 @@ def strong_table(df: pd.DataFrame) -> pd.DataFrame:
               "efficiency_vs_nonddp_ci_hi", "karp_flatt"]:
         t[c] = math.nan
     t["karp_flatt_note"] = ""
+    t["is_baseline"] = False
     for model, g in t.groupby("model"):
         base, plain = _baselines(sub, model)
         for i in g.index:
@@ -181,6 +200,8 @@ def strong_table(df: pd.DataFrame) -> pd.DataFrame:
                     e = karp_flatt(t.at[i, "speedup"], p / b_p)
                     t.at[i, "karp_flatt"] = e
                     t.at[i, "karp_flatt_note"] = karp_flatt_note(e)
+                if _is_baseline(t, i, base):
+                    _exact_at_baseline(t, i, ("speedup", "efficiency"))
             if plain is not None:
                 _ratio_columns(t, i, "speedup_vs_nonddp", ok, plain["samples_per_s"])
                 _ratio_columns(t, i, "efficiency_vs_nonddp", ok, plain["samples_per_s"], 1 / p)
@@ -200,6 +221,7 @@ def weak_table(df: pd.DataFrame) -> pd.DataFrame:
               "weak_efficiency_pct", "weak_efficiency_vs_nonddp", "weak_efficiency_vs_nonddp_ci_lo",
               "weak_efficiency_vs_nonddp_ci_hi", "scaled_speedup", "scaled_speedup_ci_lo", "scaled_speedup_ci_hi"]:
         t[c] = math.nan
+    t["is_baseline"] = False
     for model, g in t.groupby("model"):
         base, plain = _baselines(sub, model)
         for i in g.index:
@@ -209,6 +231,8 @@ def weak_table(df: pd.DataFrame) -> pd.DataFrame:
                 _ratio_columns(t, i, "weak_efficiency", ok["samples_per_s_per_rank"], base["samples_per_s_per_rank"])
                 t.at[i, "weak_efficiency_pct"] = 100 * t.at[i, "weak_efficiency"]
                 _ratio_columns(t, i, "scaled_speedup", ok["samples_per_s"], base["samples_per_s"])
+                if _is_baseline(t, i, base):
+                    _exact_at_baseline(t, i, ("weak_efficiency", "scaled_speedup"))
             if plain is not None:
                 _ratio_columns(t, i, "weak_efficiency_vs_nonddp", ok["samples_per_s_per_rank"],
                                plain["samples_per_s_per_rank"])

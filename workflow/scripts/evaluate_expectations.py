@@ -1,0 +1,22 @@
+"""Snakemake script: the scaling tables and model.json + the config's report.expect ->
+results/<study>/expectations.json (pass / fail / inconclusive / not measured per expectation)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling.expectations import evaluate, validate_expectations  # noqa: E402
+from scaling.io import read_tables, write_json  # noqa: E402
+
+
+def main(tables: dict, expect: list, out: str) -> None:
+    result = evaluate(validate_expectations(expect), read_tables(tables))
+    write_json(result, out)
+    for e in result["expectations"]:
+        print(f"{e['status']}: {e['name']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    with open(snakemake.log[0], "w") as log:  # noqa: F821
+        sys.stderr = log
+        main(dict(snakemake.input.items()), snakemake.params.expect, snakemake.output[0])  # noqa: F821
