@@ -30,6 +30,18 @@ LAUNCH = plan.launch_settings(config)
 LAUNCH_JSON = json.dumps(LAUNCH.to_json(), separators=(",", ":"))
 LIMITS_JSON = json.dumps(plan.limits(config).to_json(), separators=(",", ":"))
 SNAKEMAKE_PID = os.getpid()
+# Used as a module (`module kanscale: ...; use rule * from kanscale`), this file runs in the module's
+# namespace, but Snakemake formats shell commands with the main workflow's globals: hand it the
+# values the shell commands use (they are not params: params would re-run points, see above)
+SHELL_GLOBALS = ("PYTHON", "LAUNCHER", "PYKAN_ENV", "LAUNCH_JSON", "LIMITS_JSON", "SNAKEMAKE_PID")
+_main_globals = workflow.modifier_stack[0].globals
+if _main_globals is not globals():
+    for _name in SHELL_GLOBALS:
+        if _main_globals.get(_name, globals()[_name]) != globals()[_name]:
+            raise WorkflowError(
+                f"kanscale used as a module needs the name {_name} in the main Snakefile for itself"
+            )
+        _main_globals[_name] = globals()[_name]
 
 
 def _running_on_slurm():
@@ -53,10 +65,7 @@ RUNNING = _running_on_slurm()
 # partial (make report): only the points that have a record file now; nothing is measured
 PARTIAL = config["partial"]
 MEASURED = [
-    pid
-    for pid in POINTS
-    if pid not in RUNNING
-    and (not PARTIAL or Path(f"results/{STUDY}/points/{pid}.json").exists())
+    pid for pid in POINTS if pid not in RUNNING and (not PARTIAL or Path(f"results/{STUDY}/points/{pid}.json").exists())
 ]
 RUNTIMES = plan.point_runtimes(config, POINTS)
 

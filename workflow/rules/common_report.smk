@@ -6,15 +6,12 @@ from scaling.compare import compare_files
 
 REPORT_DIR = Path(workflow.current_basedir).parent / "report"
 
+
 def get_thresholds(wildcards):
     """The config's report section without what is no threshold of the analysis (the reference
     choice, the compared studies, the expectations): it is a param of these rules, so editing
     report.expect or report.compare re-runs only the rules that read them."""
-    return {
-        k: v
-        for k, v in config["report"].items()
-        if k not in ("reference", "compare", "expect")
-    }
+    return {k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")}
 
 
 def report_table(path, name):

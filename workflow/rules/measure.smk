@@ -21,12 +21,6 @@ rule measure_point:
         "results/{study}/logs/{point}.log",
     benchmark:
         "results/{study}/benchmarks/{point}.tsv"
-    message:
-        "measure {wildcards.point}: {resources.nodes} node(s) x {resources.gpus_per_node} rank(s) per node, "
-        "time limit {resources.runtime} min"
-    params:
-        point=get_point_json,
-        retry_token=get_retry_token,
     resources:
         nodes=get_nodes,
         gpus_per_node=get_gpus_per_node,
@@ -45,6 +39,12 @@ rule measure_point:
         # local runs: at most one point at a time (profiles/local sets measure_slots=1), so points
         # never share cores with each other and their timings stay comparable
         measure_slots=1,
+    params:
+        point=get_point_json,
+        retry_token=get_retry_token,
+    message:
+        "measure {wildcards.point}: {resources.nodes} node(s) x {resources.gpus_per_node} rank(s) per node, "
+        "time limit {resources.runtime} min"
     # every path quoted (:q): a checkout path with a space or a `$(...)` must stay one argument
     shell:
         "{PYTHON:q} {LAUNCHER:q} --point {params.point:q} --launch {LAUNCH_JSON:q}"

@@ -40,7 +40,8 @@ def model_label(point: dict) -> str:
     if point["experiment"] == "allreduce":
         return "all_reduce"
     m = point["model"]
-    name = m["impl"] if m["impl"].startswith("mlp") else f"kan-{m['basis']}"
+    # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name
+    name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else m["impl"]
     return f"{name} [{','.join(map(str, m['widths']))}]"
 
 

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# GPU readiness in one shot: everything kanscale has that only a GPU can run, in at most ~8 minutes
+# on one GPU, into one results file. Without CUDA it runs what it can on the CPU, says clearly what
+# it skipped, and exits 0.
+#
+#   bash benchmarks/device_check.sh [OUT_DIR] [--quick]
+#
+# OUT_DIR defaults to $OUT (the device tool's output folder) or results/device-check. --quick
+# shortens every step (used by the CPU test of this script). Parts:
+#   1. the machine: GPU, driver, Python, torch, CUDA, NCCL, Triton, numba
+#   2. the CUDA-only tests (fused Triton kernels against the eager path on the device) and the
+#      layer/trainer unit tests
+#   3. the layer benchmark on CUDA: kanscale vs inkan vs efficient-kan vs the MLP, float32, batch
+#      4096 and 16384 (peers only where present: .peers/inkan, .peers/efficient-kan/src; nothing
+#      can be downloaded on the device machine, so carry them)
+#   4. the seed paper's 1-GPU point end to end (python -m kan.train; the paper: 900.6 s on an A100;
+#      target here: <= 2 s of training on an H200-class GPU)
+#   5. the tiny study on the GPU: NCCL at world size 1, then 2 ranks on the one GPU (NCCL refuses
+#      two ranks on one device; the record then says so)
+# Interpreter: .venv/bin/python when it exists, else python3 (the device machine's, which has torch).
+set -u
+cd "$(dirname "$0")/.."
+OUT_DIR=${OUT:-results/device-check}
+QUICK=0
+for a in "$@"; do
+  case "$a" in
+    --quick) QUICK=1 ;;
+    *) OUT_DIR=$a ;;
+  esac
+done
+mkdir -p "$OUT_DIR"
+RES="$OUT_DIR/device_check.md"
+PY=python3
+[ -x .venv/bin/python ] && PY=.venv/bin/python
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+T0=$(date +%s)
+
+say() { printf '%s\n' "$*" | tee -a "$RES"; }
+section() { say ""; say "## $*"; }
+run() {  # run a step, keep its output (fenced) in the results file, never stop the script
+  local name=$1; shift
+  local t=$(date +%s)
+  say ""; say "\`\`\`"; say "\$ $*"
+  "$@" 2>&1 | tail -n 60 | tee -a "$RES"
+  local rc=${PIPESTATUS[0]}
+  say "\`\`\`"
+  say "$name: exit $rc, $(( $(date +%s) - t )) s"
+}
+
+: > "$RES"
+say "# kanscale device check"
+say "date $(date -u +%FT%TZ), host $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty)'), quick=$QUICK"
+
+section "1. machine"
+CUDA=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
+run machine "$PY" - <<'EOF'
+import platform, torch
+print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda)
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print("gpu", p.name, f"{p.total_memory / 2**30:.0f} GiB", p.multi_processor_count, "SMs", "nccl",
+          ".".join(map(str, torch.cuda.nccl.version())))
+else:
+    print("no CUDA device: the GPU parts below are skipped, the CPU ones run")
+for mod in ("triton", "numba"):
+    try:
+        print(mod, __import__(mod).__version__)
+    except Exception as e:
+        print(mod, "not importable:", type(e).__name__)
+EOF
+command -v nvidia-smi >/dev/null && run nvidia-smi nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+if [ "$CUDA" != 1 ]; then
+  say ""
+  say "**No CUDA device.** Skipped: the CUDA-only tests, the CUDA layer benchmark, the paper's point"
+  say "on a GPU and the GPU study. What runs instead: the unit tests, a short CPU benchmark, the"
+  say "paper's point on the CPU (quick mode: 2 epochs) and the tiny study's launcher on the CPU."
+fi
+
+section "2. tests"
+if "$PY" -c 'import pytest' 2>/dev/null; then
+  run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_layers.py tests/unit/test_bases.py \
+    tests/unit/test_train_cli.py
+else
+  say "skipped: pytest is not importable by $PY"
+fi
+
+section "3. layer benchmark"
+PEERS=()
+[ -d .peers/inkan ] && PEERS+=(--inkan-path .peers/inkan) && IMPL_PEERS=",inkan"
+[ -d .peers/efficient-kan/src ] && PEERS+=(--efficient-kan-path .peers/efficient-kan/src) && IMPL_PEERS="${IMPL_PEERS:-},efficient-kan"
+[ ${#PEERS[@]} -eq 0 ] && say "peers: none carried (.peers/inkan, .peers/efficient-kan/src): kanscale vs the MLP only"
+if [ "$CUDA" = 1 ]; then
+  ROUNDS=3; [ $QUICK = 1 ] && ROUNDS=1
+  for batch in 4096 16384; do
+    run "bench cuda batch $batch" "$PY" benchmarks/bench_layers.py --device cuda --workload all --batch $batch \
+      --rounds $ROUNDS --steps 50 --impls "kanscale,kanscale-eager,mlp${IMPL_PEERS:-}" "${PEERS[@]}" \
+      --json "$OUT_DIR/bench_cuda_$batch.json"
+  done
+else
+  run "bench cpu (small)" "$PY" benchmarks/bench_layers.py --device cpu --workload small --rounds 1 --steps 10 \
+    --impls kanscale,mlp
+fi
+
+section "4. the seed paper's 1-GPU point"
+if [ "$CUDA" = 1 ]; then
+  EPOCHS=40; [ $QUICK = 1 ] && EPOCHS=2
+  run "paper point (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 --epochs $EPOCHS
+else
+  run "paper point (cpu, 2 epochs)" "$PY" benchmarks/paper_point.py --device cpu --epochs 2
+fi
+
+section "5. the tiny study on the device"
+DEV=cpu; [ "$CUDA" = 1 ] && DEV=cuda
+run "points on $DEV" "$PY" benchmarks/device_points.py --device $DEV --out "$OUT_DIR/points"
+
+section "done"
+say "total $(( $(date +%s) - T0 )) s; results in $RES"
+exit 0
