@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 
 CONFIG ?= config/local.yaml
 
-.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down check plan status report
+.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down check plan status report pykan-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
@@ -26,6 +26,11 @@ demo: $(STAMP)
 	$(BIN)/snakemake --profile profiles/local
 	@echo
 	@echo "Report: $(abspath reports/local/report.html)"
+
+# pykan's own environment (the workflow makes it by itself when a study lists impl: pykan)
+pykan-env: .venv-pykan/.installed
+.venv-pykan/.installed: workflow/envs/pykan-requirements.txt | $(STAMP)
+	$(BIN)/python workflow/scripts/pykan_env.py .venv-pykan
 
 check plan status report: $(STAMP)
 	@$(BIN)/python workflow/scripts/study.py $@ $(CONFIG)

@@ -200,3 +200,14 @@ def test_launcher_outcomes_come_first():
     assert classify(timed_out=True, exit_codes=[-15])[0] == "timeout"
     status, why = classify(stop_signal=signal.SIGTERM, exit_codes=[-15])
     assert status == "cancelled" and "SIGTERM" in why
+
+
+def test_nccl_tuning_lines_are_kept_once_in_order():
+    from launch.main import nccl_tuning_lines
+
+    lines = ["[0] n1:1:1 [0] NCCL INFO Using network Socket", "[0] n1:1:1 [0] NCCL INFO AllReduce: Algo Ring proto LL",
+             "[1] n1:2:2 [1] NCCL INFO AllReduce: Algo Ring proto LL", "plain output",
+             "[0] n1:1:1 [0] NCCL INFO TUNING: ring/LL 2.0 us"]
+    got = nccl_tuning_lines(lines)
+    assert got == ["[0] n1:1:1 [0] NCCL INFO AllReduce: Algo Ring proto LL",
+                   "[1] n1:2:2 [1] NCCL INFO AllReduce: Algo Ring proto LL", "[0] n1:1:1 [0] NCCL INFO TUNING: ring/LL 2.0 us"]

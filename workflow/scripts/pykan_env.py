@@ -22,7 +22,7 @@ def make(venv: Path) -> None:
     marker = venv / ".installed"
     marker.unlink(missing_ok=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    py = venv / "bin" / "python"
+    py = venv.absolute() / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
                    check=True)
     # outside the repository (cwd /): `kan` must be pykan's

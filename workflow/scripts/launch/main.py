@@ -37,6 +37,20 @@ from .procs import ProcessTree
 
 # seconds kept back from the job's time limit to write a timeout record before the scheduler kills us
 DEADLINE_MARGIN_S = 45
+# an all-reduce sweep that may run on NCCL asks it to say which algorithm and protocol it picks
+# (a user's own NCCL_DEBUG settings win); the lines are kept in the record
+NCCL_TUNING_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
+NCCL_TUNING_WORDS = ("Algo", "algorithm", "Proto", "protocol", "Tuner", "tuner", "TUNING")
+
+
+def nccl_tuning_lines(lines: list[str], limit: int = 40) -> list[str]:
+    """What NCCL said about its algorithm/protocol choice (NCCL_DEBUG_SUBSYS=TUNING), in order, once each."""
+    out: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if "NCCL INFO" in text and any(w in text for w in NCCL_TUNING_WORDS) and text not in out:
+            out.append(text)
+    return out[:limit]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -144,6 +158,8 @@ class Launch:
             _say(f"KANSCALE_FAULT={self.fault}: fault injection for tests")
         threads = str(p.placement.threads_per_rank)
         env = {**self.environ, "OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+        if p.experiment == "allreduce" and p.placement.device != "cpu":
+            env = {**NCCL_TUNING_ENV, **env}
         launch_cmd = " & ".join(shlex.join(c) for c, _ in cmds)
         env["KANSCALE_LAUNCH_CMD"] = launch_cmd
         deadline = self.deadline_s()
@@ -168,6 +184,8 @@ class Launch:
                 rec = records.read(trainer_out, p.id)
             except records.InvalidRecord as e:
                 _say(f"no usable trainer record ({e})")
+        if rec is not None and rec["status"] == "ok" and "allreduce" in rec and rec.get("backend") == "nccl":
+            rec["allreduce"]["nccl_tuning"] = nccl_tuning_lines(outcome.tail)
         if rec is None or rec["status"] != "ok":
             status, reason = failure.classify(
                 timed_out=outcome.timed_out, stop_signal=outcome.stop_signal, trainer=rec,
