@@ -19,6 +19,7 @@ import socket
 import sys
 from pathlib import Path
 
+from kan import config as kan_config
 from kan import env as kan_env
 from kan.config import LaunchSettings, Point
 
@@ -38,6 +39,7 @@ FAULTS = ("drop-last-agent", "bad-flag")
 # driver that runs kan.train's loop with pykan's model in it
 PYKAN_VENV = Path(".venv-pykan")
 PYKAN_DRIVER = Path(__file__).resolve().parents[1] / "pykan_train.py"
+KANSCALE_DIR = Path(kan_config.__file__).resolve().parent  # the driver loads this package as `kanscale`
 
 
 def python_for(point: Point) -> str:
@@ -50,7 +52,8 @@ def python_for(point: Point) -> str:
 def train_argv(point: Point, launch: LaunchSettings, out: str | Path, fault: str | None = None) -> list[str]:
     """`-m kan.train ...` (or the pykan driver's script): the point as flags (kan never reads config/)."""
     bad = ["--grid-size=0"] if fault == "bad-flag" else []
-    entry = [str(PYKAN_DRIVER)] if point.model.impl == "pykan" else ["-m", "kan.train"]
+    entry = ([str(PYKAN_DRIVER), f"--kanscale={KANSCALE_DIR}"] if point.model.impl == "pykan"
+             else ["-m", "kan.train"])
     return [*entry, *point.to_argv(), *bad, f"--out={out}", f"--pg-timeout-s={launch.pg_timeout_s}"]
 
 
