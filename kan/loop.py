@@ -217,12 +217,17 @@ def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float
 
 
 def _num_buckets(net) -> int | None:
-    """How many gradient buckets DDP formed (its logging data lists their sizes, e.g. "1048576, 17668");
-    None when torch does not say. DDP's first bucket is at least 1 MiB whatever bucket_cap_mb is."""
+    """How many gradient buckets DDP all-reduced per step: its logging data's num_buckets_reduced, or
+    the count of its (rebuilt) bucket sizes. DDP rebuilds its buckets after the first step in the order
+    gradients became ready (only when there is more than one rank); at construction every parameter
+    sits in one bucket. None when torch does not say."""
     try:
-        sizes = str(net._get_ddp_logging_data().get("bucket_sizes", ""))
+        data = net._get_ddp_logging_data()
     except Exception:  # a private API; losing it only loses a diagnostic
         return None
+    if int(data.get("num_buckets_reduced") or 0) > 0:
+        return int(data["num_buckets_reduced"])
+    sizes = str(data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or "")
     return len([x for x in sizes.replace(" ", "").split(",") if x]) or None
 
 

@@ -12,7 +12,7 @@ def main(points: list[dict], record_paths: list[str], benchmark_paths: list[str]
          out: dict) -> None:
     paths = {Path(p).stem: p for p in record_paths}
     walls = {Path(p).stem: read_job_wall(p) for p in benchmark_paths}
-    tables = collect(points, paths, running, walls)
+    tables = collect(points, paths, running, walls, points_dir=Path(out["measurements"]).parent / "points")
     for name, df in tables.items():
         write_csv(df, out[name])
     counts = tables["measurements"]["status"].value_counts().to_dict()

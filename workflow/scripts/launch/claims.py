@@ -101,9 +101,10 @@ def _try_create(path: Path, claim: Claim) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=print) -> Claim | None:
-    """Take the point's claim. A live holder is waited for (up to wait_s); a stale one is set aside.
-    Returns None on success, else the live holder that was still running after wait_s."""
+def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=print, stop=lambda: False
+            ) -> Claim | None:
+    """Take the point's claim. A live holder is waited for (up to wait_s, or until stop() is true); a
+    stale one is set aside. Returns None on success, else the live holder still running then."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     told = None
@@ -119,7 +120,7 @@ def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=pr
             except FileNotFoundError:
                 pass
             continue
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or stop():
             return holder
         if told != holder.token:
             say(f"[launch] point is being measured by a live earlier {holder.describe()}: waiting for it "

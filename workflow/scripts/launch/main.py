@@ -33,7 +33,7 @@ from kan import record as records
 from kan.config import LaunchSettings, Point, PointError
 
 from . import claims, commands, failure, isolation, slurm
-from .procs import ProcessTree
+from .procs import ProcessTree, alive
 
 # seconds kept back from the job's time limit to write a timeout record before the scheduler kills us
 DEADLINE_MARGIN_S = 45
@@ -93,6 +93,8 @@ class Launch:
         self.fault = environ.get("KANSCALE_FAULT") or None
         if self.fault not in (None, *commands.FAULTS):
             raise ValueError(f"KANSCALE_FAULT={self.fault!r} is not one of {', '.join(commands.FAULTS)}")
+        self.watch_pid = watch_pid
+        self.watch_start = claims.process_start(watch_pid) if watch_pid else None
         self.folder = out.parent.parent / "attempts" / point.id
         self.claim_path = self.folder / "claim.json"
         self.claim = claims.new_claim(self.job_id, records.now_utc(), watch_pid)
@@ -103,9 +105,18 @@ class Launch:
     def deadline_s(self) -> float:
         return max(self.launch.runtime_min * 60 - DEADLINE_MARGIN_S - (time.monotonic() - self.t0), 30)
 
-    def run(self, watch_pid: int | None) -> int:
+    def watched_alive(self) -> bool:
+        return self.watch_pid is None or alive(self.watch_pid, self.watch_start)
+
+    def run(self) -> int:
         p = self.point
-        holder = claims.acquire(self.claim_path, self.claim, wait_s=self.deadline_s(), say=print)
+        holder = claims.acquire(self.claim_path, self.claim, wait_s=self.deadline_s(), say=print,
+                                stop=lambda: not self.watched_alive())
+        if not self.watched_alive():
+            _say(f"pid {self.watch_pid} (snakemake) is gone while waiting for the point's claim: not starting it")
+            if holder is None:
+                claims.release(self.claim_path, self.claim)
+            return 1
         if holder is not None:
             _say(f"point {p.id} is still being measured by {holder.describe()}; not starting a duplicate. "
                  f"Run the workflow again when it has ended.")
@@ -114,7 +125,7 @@ class Launch:
             adopted = self._adopt_finished_duplicate()
             if adopted:
                 return 0
-            return self._measure(watch_pid)
+            return self._measure()
         finally:
             claims.release(self.claim_path, self.claim)
 
@@ -144,7 +155,7 @@ class Launch:
         place = self.point.placement
         return cmds, isolation.local_snapshot(os.getpid(), place.world_size, place.threads_per_rank)
 
-    def _measure(self, watch_pid: int | None) -> int:
+    def _measure(self) -> int:
         p, launch = self.point, self.launch
         self.attempt_dir.mkdir(parents=True, exist_ok=True)
         trainer_out = self.attempt_dir / "trainer.json"
@@ -168,15 +179,14 @@ class Launch:
             _say(" ".join(f"{k}={v}" for k, v in extra.items() if k != kan_env.SLURM_REQUEST) + " " + shlex.join(c))
         if isolated["contended"]:
             _say("contended: " + "; ".join(isolated["reasons"]))
-        watch_start = claims.process_start(watch_pid) if watch_pid else None
         oom_before = oom_kills()
         with claims.Heartbeat(self.claim_path, self.claim):
-            outcome = ProcessTree(cmds, env).run(deadline, watch_pid, watch_start)
+            outcome = ProcessTree(cmds, env).run(deadline, self.watch_pid, self.watch_start)
         oom_killed = oom_kills() > oom_before
         if outcome.watched_died:
-            self._note_attempt("cancelled", f"the process that started this point (pid {watch_pid}) died; "
+            self._note_attempt("cancelled", f"the process that started this point (pid {self.watch_pid}) died; "
                                             f"stopped the point, nothing committed")
-            _say(f"pid {watch_pid} (snakemake) is gone: stopped the point's processes, committed nothing")
+            _say(f"pid {self.watch_pid} (snakemake) is gone: stopped the point's processes, committed nothing")
             return 1
         rec = None
         if not (outcome.timed_out or outcome.stop_signal):
@@ -237,4 +247,4 @@ def main(argv: list[str] | None = None) -> int:
     if out.stem != point.id:
         print(f"[launch] --out {out} does not name point {point.id}", file=sys.stderr)
         return 2
-    return Launch(point, launch, out, args.retry_token, dict(os.environ), args.watch_pid).run(args.watch_pid)
+    return Launch(point, launch, out, args.retry_token, dict(os.environ), args.watch_pid).run()

@@ -12,6 +12,7 @@ says why), `missing` (no record yet) or `running` (its Slurm job from an earlier
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -45,11 +46,24 @@ def model_label(point: dict) -> str:
     return f"{name} [{','.join(map(str, m['widths']))}]"
 
 
+def last_attempt(points_dir: Path, point_id: str) -> str | None:
+    """'last attempt cancelled: ...' from results/<study>/attempts/<id>/*/outcome.json, if any (a
+    cancelled job's record may have been removed by Snakemake; its attempt's outcome stays)."""
+    outcomes = sorted((points_dir.parent / "attempts" / point_id).glob("*/outcome.json"))
+    if not outcomes:
+        return None
+    try:
+        last = json.loads(outcomes[-1].read_text())
+    except (OSError, ValueError):
+        return None
+    return f"last attempt {last.get('status')}: {last.get('reason') or 'no reason'}"
+
+
 def read_state(path: str | Path, point_id: str) -> tuple[str, dict | None, str | None]:
     """(state, record or None, reason): the record's status, or corrupt / missing."""
     path = Path(path)
     if not path.exists():
-        return "missing", None, "no record yet"
+        return "missing", None, last_attempt(path.parent, point_id) or "no record yet"
     try:
         rec = records.read(path, point_id)
     except records.InvalidRecord as e:
@@ -153,10 +167,11 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
 
 
 def collect(points: list[dict], record_paths: dict[str, str], running: dict[str, str] | None = None,
-            job_walls: dict[str, float | None] | None = None) -> dict[str, pd.DataFrame]:
+            job_walls: dict[str, float | None] | None = None, points_dir: Path | None = None) -> dict[str, pd.DataFrame]:
     """The three tidy tables. `points`: every planned Point.to_json(); `record_paths`: id -> record file
     (a point without a path, or whose file is absent, is missing); `running`: id -> what runs it (a Slurm
-    job, a live local attempt)."""
+    job, a live local attempt); `points_dir`: results/<study>/points, where a missing point's last
+    attempt is looked up."""
     running, job_walls = running or {}, job_walls or {}
     rows, curves, sweeps = [], [], []
     for point in points:
@@ -165,6 +180,8 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
             state, rec, reason = "running", None, f"still running: {running[pid]}"
         elif pid in record_paths:
             state, rec, reason = read_state(record_paths[pid], pid)
+        elif points_dir is not None:
+            state, rec, reason = read_state(points_dir / f"{pid}.json", pid)
         else:
             state, rec, reason = "missing", None, "no record yet"
         row = tidy_row(point, state, rec, reason, job_walls.get(pid))
