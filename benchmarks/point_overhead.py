@@ -6,6 +6,7 @@ numba), the process group, the data, the held-out loss and the record.
     .venv/bin/python benchmarks/point_overhead.py                     # the demo study (config/local.yaml)
     .venv/bin/python benchmarks/point_overhead.py --config tests/configs/tiny.yaml
     .venv/bin/python benchmarks/point_overhead.py --results results/local   # an existing study's records
+    .venv/bin/python benchmarks/point_overhead.py --imports   # the floor: a fresh interpreter's imports
 
 Runs the study in a fresh temporary folder (nothing of yours is touched) unless --results is given.
 Prints the median and range per launch kind and overall.
@@ -49,11 +50,33 @@ def run_study(config: Path, work: Path) -> Path:
     return study
 
 
+IMPORTS = ("pass", "import torch", "import torch, numba", "import torch, torch._dynamo",
+           "import torch, torch._dynamo, numba, kan.loop, kan.train")
+
+
+def import_floor(repeats: int = 3) -> None:
+    """The part of a point's start-up no launcher can remove: a fresh interpreter's imports. DDP's
+    constructor reads torch._dynamo.utils, which imports torch._dynamo (sympy, torch.fx) on first use."""
+    print(f"{'fresh interpreter':58} {'median s':>8}")
+    for code in IMPORTS:
+        walls = []
+        for _ in range(repeats):
+            t0 = time.monotonic()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            walls.append(time.monotonic() - t0)
+        print(f"python -c '{code}'"[:58].ljust(58) + f" {statistics.median(walls):8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default=str(ROOT / "config" / "local.yaml"))
     ap.add_argument("--results", default=None, help="results/<study> of a finished study (no new run)")
+    ap.add_argument("--imports", action="store_true", help="only time the imports a trainer starts with")
     a = ap.parse_args()
+    if a.imports:
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        import_floor()
+        return
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="kanscale-overhead-") as tmp:
         folder = Path(a.results) if a.results else run_study(Path(a.config), Path(tmp))

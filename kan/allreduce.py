@@ -19,12 +19,8 @@ import torch.distributed as dist
 
 from . import metrics
 from .config import AllreduceConfig
+from .distributed import sync
 from .env import DistInfo
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def sweep(cfg: AllreduceConfig, info: DistInfo, device: torch.device) -> dict:
@@ -34,14 +30,14 @@ def sweep(cfg: AllreduceConfig, info: DistInfo, device: torch.device) -> dict:
         buf = torch.ones(size // 4, dtype=torch.float32, device=device)
         for _ in range(cfg.warmup):
             dist.all_reduce(buf)
-        _sync(device)
+        sync(device)
         times = []
         for _ in range(cfg.iters):
             dist.barrier()
-            _sync(device)
+            sync(device)
             t0 = time.perf_counter()
             dist.all_reduce(buf)
-            _sync(device)
+            sync(device)
             times.append(time.perf_counter() - t0)
         out.append({"size_bytes": size, "time_s": metrics.summarize(times)})
         del buf

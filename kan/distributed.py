@@ -13,6 +13,12 @@ import torch.distributed as dist
 from .env import LAUNCHERS, DistInfo, dist_info  # noqa: F401  (re-exported for callers)
 
 
+def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously): before a timer is read."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def pick_device(requested: str, info: DistInfo) -> torch.device:
     """`auto` = this rank's CUDA device when CUDA is usable, else CPU. Slurm may hand out GPUs
     that CUDA cannot use (our CI's fake GPUs): then `auto` falls back to CPU."""

@@ -25,13 +25,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from . import metrics
 from .config import Point
 from .data import make_dataset, shard_indices
+from .distributed import sync
 from .env import DistInfo
 from .models import build_model, num_params
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _delay_hook(delay_s: float):
@@ -116,7 +112,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     window_n = 0
     samples_seen = 0
     step = 0
-    _sync(device)
+    sync(device)
     t_train = time.perf_counter()
     for epoch in range(t_cfg.epochs):
         if step >= total_steps:
@@ -138,14 +134,14 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                 with net.no_sync():
                     loss = F.mse_loss(net(xb), yb)
                     loss.backward()
-                _sync(device)
+                sync(device)
                 ta = time.perf_counter()
                 if info.world_size > 1:  # untimed: one rank's gradients already are the mean
                     _average_grads(params, info.world_size)
-                _sync(device)
+                sync(device)
                 tb = time.perf_counter()
                 opt.step()
-                _sync(device)
+                sync(device)
                 t1 = time.perf_counter()
                 if timed:
                     nosync_times.append((t1 - t0) - (tb - ta))
@@ -154,7 +150,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                 loss = F.mse_loss(net(xb), yb)
                 loss.backward()
                 opt.step()
-                _sync(device)
+                sync(device)
                 t1 = time.perf_counter()
                 if timed:
                     sync_times.append(t1 - t0)
@@ -175,7 +171,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
         epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
                        "elapsed_s": time.perf_counter() - t_train})
-    _sync(device)
+    sync(device)
     train_time = time.perf_counter() - t_train
 
     if run.weights_out:

@@ -77,7 +77,8 @@ def test_verdict_against_the_interval():
 
 
 def test_evaluate_on_the_hand_built_study(tables):
-    # strong efficiency 90% [76.9, 103.1] at 2 ranks, 60% [51.7, 68.3] at 4; comm exposed 10% and 25%
+    # strong efficiency 90% [77.8, 104.1] at 2 ranks (the delta method on the log scale), 60% at 4;
+    # comm exposed 10% and 25%
     res = evaluate([{"metric": "strong_efficiency", "world_size": 2, "min": 0.7},
                     {"metric": "strong_efficiency", "world_size": 4, "min": 0.7},
                     {"metric": "strong_efficiency", "world_size": 4, "min": 0.6},
@@ -90,7 +91,8 @@ def test_evaluate_on_the_hand_built_study(tables):
     assert got == [PASS, FAIL, INCONCLUSIVE, FAIL, NOT_MEASURED, PASS, PASS, PASS]
     assert res["counts"] == {PASS: 4, FAIL: 2, INCONCLUSIVE: 1, NOT_MEASURED: 1}
     r = res["expectations"][0]["rows"][0]
-    assert r["value"] == pytest.approx(0.9) and r["ci_lo"] == pytest.approx(0.769, abs=1e-3)
+    # symmetric half-width 0.131 is a relative 0.131 / 0.9 on the log scale: 0.9 e^-0.1457 = 0.778
+    assert r["value"] == pytest.approx(0.9) and r["ci_lo"] == pytest.approx(0.9 * math.exp(-0.131 / 0.9), abs=1e-3)
     assert res["expectations"][0]["name"] == "strong_efficiency at world_size=2 ≥ 70.0%"
     # the baseline's efficiency is 1 by definition: exact, judged on the value
     base = [r for r in res["expectations"][5]["rows"] if r["exact"]]

@@ -76,16 +76,18 @@ def test_strong_ci_from_repeats():
     t = ddp(compute_tables(study(), thresholds=FAST)["strong"])
     r = at(t, world_size=2)  # repeats 1790, 1810: s = 14.142, half = 12.706 * 14.142 / sqrt 2 = 127.06
     assert r["samples_per_s_ci_hi"] - r["samples_per_s_mean"] == pytest.approx(127.06, abs=0.01)
-    # speedup 1800 / 1000 with both spreads (delta method, t with 1 df):
-    # rel var = 14.142^2 / (2 * 1800^2) + 14.142^2 / (2 * 1000^2); half = 12.706 * 1.8 * sqrt(rel var)
+    # speedup 1800 / 1000 with both spreads (delta method on the log scale, t with 1 df):
+    # rel var = 14.142^2 / (2 * 1800^2) + 14.142^2 / (2 * 1000^2); CI = 1.8 e^(+-12.706 sqrt(rel var))
     rel = (14.1421356 ** 2 / (2 * 1800 ** 2) + 14.1421356 ** 2 / (2 * 1000 ** 2)) ** 0.5
-    assert r["speedup_ci_hi"] - r["speedup"] == pytest.approx(12.706 * 1.8 * rel, rel=1e-6)
+    assert r["speedup_ci_hi"] == pytest.approx(1.8 * math.exp(12.706 * rel), rel=1e-6)
+    assert r["speedup_ci_lo"] == pytest.approx(1.8 * math.exp(-12.706 * rel), rel=1e-6)
     assert r["efficiency_ci_hi"] == pytest.approx(r["speedup_ci_hi"] / 2)
 
 
 def test_ratio_ci_and_linear_fit():
-    r = ratio_ci([2.0, 4.0], [1.0, 1.0])
-    assert r["ratio"] == 3.0 and r["ci_lo"] == pytest.approx(3 - 12.706 * 3 * (2 / (2 * 9)) ** 0.5)
+    r = ratio_ci([2.0, 4.0], [1.0, 1.0])  # relative sd of the mean: sqrt(2 / (2 * 9)) = 1/3
+    assert r["ratio"] == 3.0 and r["ci_lo"] == pytest.approx(3 * math.exp(-12.706 / 3))
+    assert r["ci_lo"] > 0  # the symmetric 3 - 12.706 would be -9.7: no ratio of throughputs is negative
     assert math.isnan(ratio_ci([2.0], [1.0, 1.0])["ci_lo"])  # one repeat: no interval
     fit = linear_fit([1, 2, 3, 4], [3, 5, 7, 9.0])
     assert fit["slope"] == pytest.approx(2) and fit["intercept"] == pytest.approx(1) and fit["r2"] == pytest.approx(1)

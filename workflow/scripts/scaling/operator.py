@@ -7,7 +7,9 @@ efficiency drops. The seed paper calls operator-level and data-parallel optimisa
 
 Per implementation (model family: kan-bspline is kanscale's KAN, pykan the seed paper's) and world
 size of the strong experiment: the compute share of the step (no_sync step / synced step), the exposed
-communication share (exposed / synced step), throughput and strong-scaling efficiency.
+communication share (exposed / synced step), throughput and strong-scaling efficiency. At one rank
+there is nothing to all-reduce: compute is the whole step by definition (the measured difference is
+noise); elsewhere a share outside [0, 100] from timing noise is shown at its bound.
 
 The crossover: the per-rank batch above which adding ranks pays off (speedup > 1 at p = 2 against one
 rank, fixed global batch B = 2 b). From the performance model (model.json), where it was fitted:
@@ -46,12 +48,18 @@ def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
     for _, r in t.iterrows():
         step, nosync = _num(r.get("step_time_s_mean")), _num(r.get("nosync_step_time_s_mean"))
         exposed = _num(r.get("exposed_comm_s_mean"))
+        world = int(r["world_size"])
+        compute = 100 * nosync / step if step and nosync is not None else None
+        exposed_pct = 100 * exposed / step if step and exposed is not None else None
+        if world == 1:  # nothing to all-reduce: the whole step is compute, the difference is timing noise
+            compute, exposed_pct = (100.0, 0.0) if step else (None, None)
+        elif compute is not None:  # a share of the step lies in [0, 100]; noise beyond is shown at the bound
+            compute, exposed_pct = min(max(compute, 0.0), 100.0), min(max(exposed_pct, 0.0), 100.0)
         rows.append({
-            "family": model_family(r["model"]), "model": r["model"], "world_size": int(r["world_size"]),
+            "family": model_family(r["model"]), "model": r["model"], "world_size": world,
             "placement_class": r.get("placement_class"), "batch_per_rank": int(r["batch_per_rank"]),
             "step_ms": step * 1e3 if step else None,
-            "compute_share_pct": 100 * nosync / step if step and nosync is not None else None,
-            "exposed_share_pct": 100 * exposed / step if step and exposed is not None else None,
+            "compute_share_pct": compute, "exposed_share_pct": exposed_pct,
             "samples_per_s": _num(r.get("samples_per_s_mean")), "efficiency": _num(r.get("efficiency")),
             "efficiency_ci_lo": _num(r.get("efficiency_ci_lo")), "efficiency_ci_hi": _num(r.get("efficiency_ci_hi")),
         })

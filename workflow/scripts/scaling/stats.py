@@ -48,10 +48,13 @@ def summarize(values: Iterable[float]) -> dict:
 
 
 def ratio_ci(num: Iterable[float], den: Iterable[float]) -> dict:
-    """mean(num) / mean(den) with a 95% CI from the delta method: the ratio's relative variance is
-    the sum of the two means' relative variances, var(R)/R^2 = s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2),
-    and the half-width is t_{0.975, min(n_a, n_b) - 1} * sd(R) (the smaller sample sets the degrees of
-    freedom: the interval errs wide). A side with one value has no spread: the CI is then NaN, since an
+    """mean(num) / mean(den) with a 95% CI from the delta method on the log scale: the ratio's relative
+    variance is the sum of the two means' relative variances, var(log R) ~ var(R)/R^2 =
+    s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2), the half-width is h = t_{0.975, min(n_a, n_b) - 1} * sd(log R)
+    (the smaller sample sets the degrees of freedom: the interval errs wide), and the CI is
+    [R e^-h, R e^h]. On the log scale a ratio of two positive quantities (a speedup, an efficiency)
+    never gets a negative bound: a symmetric R +- t sd(R) would (-57% efficiency from two noisy
+    repeats is no efficiency). A side with one value has no spread: the CI is then NaN, since an
     interval that ignored it would look narrower than the data allow."""
     a, b = summarize(num), summarize(den)
     nan = float("nan")
@@ -62,8 +65,13 @@ def ratio_ci(num: Iterable[float], den: Iterable[float]) -> dict:
     if a["n"] < 2 or b["n"] < 2 or not a["mean"]:
         return out
     rel_var = a["std"] ** 2 / (a["n"] * a["mean"] ** 2) + b["std"] ** 2 / (b["n"] * b["mean"] ** 2)
-    half = t975(min(a["n"], b["n"]) - 1) * abs(r) * math.sqrt(rel_var)
-    out.update(ci_lo=r - half, ci_hi=r + half)
+    t = t975(min(a["n"], b["n"]) - 1)
+    if r > 0:
+        h = t * math.sqrt(rel_var)
+        out.update(ci_lo=r * math.exp(-h), ci_hi=r * math.exp(h))
+    else:  # a signed ratio (not a ratio of positive quantities): the linear interval
+        half = t * abs(r) * math.sqrt(rel_var)
+        out.update(ci_lo=r - half, ci_hi=r + half)
     return out
 
 

@@ -27,6 +27,7 @@ CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global
 STAT_SUFFIXES = ("mean", "median", "std", "ci_lo", "ci_hi")
 # may legitimately be negative (noise around zero); every other metric's CI is clipped at 0
 SIGNED = {"exposed_comm_pct", "exposed_comm_s"}
+SHARES_PCT = {"exposed_comm_pct"}  # % of the synced step: at most 100
 GB = 1e9  # params per GB uses decimal gigabytes, as the seed paper's params_per_gb
 
 
@@ -68,6 +69,8 @@ def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             st = summarize(ok[m]) if m in ok else summarize([])
             if m not in SIGNED and st["ci_lo"] < 0:  # a t interval from few noisy repeats can dip below 0
                 st["ci_lo"] = 0.0
+            if m in SHARES_PCT and st["ci_hi"] > 100:  # a share of the step cannot exceed the step
+                st["ci_hi"] = 100.0
             for sfx in STAT_SUFFIXES:
                 row[f"{m}_{sfx}"] = st[sfx]
         rows.append(row)
