@@ -38,9 +38,7 @@ _main_globals = workflow.modifier_stack[0].globals
 if _main_globals is not globals():
     for _name in SHELL_GLOBALS:
         if _main_globals.get(_name, globals()[_name]) != globals()[_name]:
-            raise WorkflowError(
-                f"kanscale used as a module needs the name {_name} in the main Snakefile for itself"
-            )
+            raise WorkflowError(f"kanscale used as a module needs the name {_name} in the main Snakefile for itself")
         _main_globals[_name] = globals()[_name]
 
 
