@@ -7,6 +7,10 @@ numba), the process group, the data, the held-out loss and the record.
     .venv/bin/python benchmarks/point_overhead.py --config tests/configs/tiny.yaml
     .venv/bin/python benchmarks/point_overhead.py --results results/local   # an existing study's records
     .venv/bin/python benchmarks/point_overhead.py --imports   # the floor: a fresh interpreter's imports
+    .venv/bin/python benchmarks/point_overhead.py --compare-warm   # the study twice: warm start off, on
+
+Locally, CPU trainers are forked by the warm-start server (kan/warm.py, config resources.warm_start):
+the first point of a run starts the server and pays the imports once; the others fork in milliseconds.
 
 Runs the study in a fresh temporary folder (nothing of yours is touched) unless --results is given.
 Prints the median and range per launch kind and overall.
@@ -25,6 +29,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,10 +42,15 @@ def kind(row) -> str:
     return "several nodes (torchrun agents)"
 
 
-def run_study(config: Path, work: Path) -> Path:
+def run_study(config: Path, work: Path, warm_start: bool | None = None) -> Path:
     for name in ("Snakefile", "workflow", "config", "profiles"):
         src = ROOT / name
         shutil.copytree(src, work / name) if src.is_dir() else shutil.copy(src, work / name)
+    if warm_start is not None:  # the same config with resources.warm_start set
+        cfg = yaml.safe_load(config.read_text())
+        cfg.setdefault("resources", {})["warm_start"] = warm_start
+        config = work / f"warm-{str(warm_start).lower()}.yaml"
+        config.write_text(yaml.safe_dump(cfg))
     cmd = [str(Path(sys.executable).with_name("snakemake")), "--profile", "profiles/local", "--configfile",
            str(config.resolve())]
     t0 = time.monotonic()
@@ -72,14 +82,23 @@ def main() -> None:
     ap.add_argument("--config", default=str(ROOT / "config" / "local.yaml"))
     ap.add_argument("--results", default=None, help="results/<study> of a finished study (no new run)")
     ap.add_argument("--imports", action="store_true", help="only time the imports a trainer starts with")
+    ap.add_argument("--compare-warm", action="store_true",
+                    help="run the study with resources.warm_start false, then true, and report both")
     a = ap.parse_args()
     if a.imports:
         print(f"load average {os.getloadavg()[0]:.2f}")
         import_floor()
         return
+    for warm_start in ((False, True) if a.compare_warm else (None,)):
+        if warm_start is not None:
+            print(f"\n== resources.warm_start: {str(warm_start).lower()}")
+        report(a, warm_start)
+
+
+def report(a, warm_start: bool | None) -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="kanscale-overhead-") as tmp:
-        folder = Path(a.results) if a.results else run_study(Path(a.config), Path(tmp))
+        folder = Path(a.results) if a.results else run_study(Path(a.config), Path(tmp), warm_start)
         m = pd.read_csv(folder / "measurements.csv")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     m = m[(m["status"] == "ok") & (m["experiment"] != "allreduce") & m["overhead_s"].notna()]

@@ -402,6 +402,8 @@ class LaunchSettings:
     gpu_type: str = field(default="", metadata=_meta("Slurm GPU type (--gres=gpu:<type>:N); empty = any"))
     exclusive: bool = field(default=True, metadata=_meta(
         "on Slurm, ask for whole nodes (--exclusive) so no other job shares a point's nodes and timings"))
+    warm_start: bool = field(default=True, metadata=_meta(
+        "locally, fork CPU trainers from a server that has imported torch (no import time per point)"))
     rdzv_join_s: int = field(default=60, metadata=_meta(
         "how long torchrun agents wait for every node to join", "s", lo=5))
     rdzv_read_s: int = field(default=20, metadata=_meta("rendezvous store read timeout", "s", lo=1))

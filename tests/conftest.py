@@ -15,3 +15,18 @@ def in_ci() -> bool:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the warm-start servers this checkout's tests started (kan/warm.py; they would exit by
+    themselves after a minute without work), so that a test run leaves no process behind."""
+    import signal
+    import subprocess
+
+    out = subprocess.run(["pgrep", "-f", "kan.warm --name=kanscale-warm-"], capture_output=True, text=True).stdout
+    for pid in (int(x) for x in out.split()):
+        try:
+            if Path(os.readlink(f"/proc/{pid}/cwd")) == ROOT:
+                os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass

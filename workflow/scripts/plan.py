@@ -48,6 +48,7 @@ CONFIG_FIELDS = {
     "resources.mem_mb_per_rank": (LaunchSettings, "mem_mb_per_rank"),
     "resources.cpus_per_rank": (LaunchSettings, "cpus_per_rank"),
     "resources.exclusive": (LaunchSettings, "exclusive"),
+    "resources.warm_start": (LaunchSettings, "warm_start"),
     "request_gpus": (LaunchSettings, "request_gpus"), "gpu_type": (LaunchSettings, "gpu_type"),
     "timeouts.rdzv_join_s": (LaunchSettings, "rdzv_join_s"), "timeouts.rdzv_read_s": (LaunchSettings, "rdzv_read_s"),
     "timeouts.pg_s": (LaunchSettings, "pg_timeout_s"),

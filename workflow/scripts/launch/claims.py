@@ -101,10 +101,11 @@ def _try_create(path: Path, claim: Claim) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=print, stop=lambda: False
-            ) -> Claim | None:
-    """Take the point's claim. A live holder is waited for (up to wait_s, or until stop() is true); a
-    stale one is set aside. Returns None on success, else the live holder still running then."""
+def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=print, stop=lambda: False,
+            waited: list | None = None) -> Claim | None:
+    """Take the point's claim. A live holder is waited for (up to wait_s, or until stop() is true) and
+    appended to `waited`; a stale one is set aside. Returns None on success, else the live holder
+    still running then."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     told = None
@@ -123,6 +124,8 @@ def acquire(path: Path, claim: Claim, wait_s: float, poll_s: float = 1.0, say=pr
         if time.monotonic() >= deadline or stop():
             return holder
         if told != holder.token:
+            if waited is not None:
+                waited.append(holder)
             say(f"[launch] point is being measured by a live earlier {holder.describe()}: waiting for it "
                 f"(up to {wait_s:.0f} s), not starting a duplicate")
             told = holder.token

@@ -110,8 +110,9 @@ class Launch:
 
     def run(self) -> int:
         p = self.point
+        waited: list[claims.Claim] = []
         holder = claims.acquire(self.claim_path, self.claim, wait_s=self.deadline_s(), say=print,
-                                stop=lambda: not self.watched_alive())
+                                stop=lambda: not self.watched_alive(), waited=waited)
         if not self.watched_alive():
             _say(f"pid {self.watch_pid} (snakemake) is gone while waiting for the point's claim: not starting it")
             if holder is None:
@@ -122,22 +123,25 @@ class Launch:
                  f"Run the workflow again when it has ended.")
             return 3
         try:
-            adopted = self._adopt_finished_duplicate()
+            adopted = self._adopt_finished_duplicate(waited)
             if adopted:
                 return 0
             return self._measure()
         finally:
             claims.release(self.claim_path, self.claim)
 
-    def _adopt_finished_duplicate(self) -> bool:
+    def _adopt_finished_duplicate(self, waited: list[claims.Claim]) -> bool:
         """A live earlier attempt we waited for may have committed an ok record of this point while we
-        waited: keep it (stamped with our retry token) instead of measuring again."""
+        waited: keep it (stamped with our retry token) instead of measuring again. Only that attempt's
+        record counts (by its claim token), not one that merely finished in the second we started."""
+        if not waited:
+            return False
         try:
             rec = records.read(self.out, self.point.id)
         except records.InvalidRecord:
             return False
-        finished = rec.get("finished_utc", "")
-        if rec["status"] != "ok" or finished < self.claim.started_utc:
+        attempt = str(rec.get("launch", {}).get("attempt", ""))
+        if rec["status"] != "ok" or not any(attempt.endswith(f"-{h.token}") for h in waited):
             return False
         rec.setdefault("launch", {})["retry_token"] = self.retry_token
         records.write(self.out, rec)
@@ -181,7 +185,9 @@ class Launch:
             _say("contended: " + "; ".join(isolated["reasons"]))
         oom_before = oom_kills()
         with claims.Heartbeat(self.claim_path, self.claim):
-            outcome = ProcessTree(cmds, env).run(deadline, self.watch_pid, self.watch_start)
+            # locally, CPU trainers are forked by the warm-start server (launch/warm.py): no import time
+            warm_device = p.placement.device if launch.warm_start and not self.job_id else None
+            outcome = ProcessTree(cmds, env, warm_device=warm_device).run(deadline, self.watch_pid, self.watch_start)
         oom_killed = oom_kills() > oom_before
         if outcome.watched_died:
             self._note_attempt("cancelled", f"the process that started this point (pid {self.watch_pid}) died; "
@@ -211,6 +217,7 @@ class Launch:
         rec["launch"] = {"retry_token": self.retry_token, "attempt": self.attempt_dir.name,
                          "claim": self.claim.describe(), "exit_codes": outcome.exit_codes if outcome else [],
                          "wall_s": outcome.wall_s if outcome else 0.0, "settings": self.launch.to_json(),
+                         "started": outcome.started if outcome else [],
                          "isolation": isolated}
         if not claims.holds(self.claim_path, self.claim):  # cannot happen unless someone removed our claim
             _say("lost the point's claim while it ran: committing nothing")

@@ -3,7 +3,9 @@
 * Every command runs in its own session (its own process group), so one killpg reaches torchrun and
   all of its workers, and a terminal's Ctrl-C reaches only the launcher, which then stops them.
 * Linux: each child gets SIGTERM when the launcher dies (PR_SET_PDEATHSIG), so a SIGKILLed launcher
-  leaves no agent behind; the trainer sets the same on itself against its torchrun agent.
+  leaves no agent behind; the trainer sets the same on itself against its torchrun agent. A trainer
+  forked by the warm-start server (launch/warm.py) gets SIGTERM from the server when the launcher's
+  connection closes, and its own session as well.
 * SIGTERM, SIGINT and SIGHUP to the launcher stop the tree (SIGTERM, then SIGKILL after GRACE_S)
   and the point is recorded as cancelled.
 * A watchdog polls the process that started the launcher (snakemake: `--watch-pid`): when it dies
@@ -22,6 +24,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+
+from . import warm
 
 GRACE_S = 5.0
 FAIL_FAST_S = 10.0
@@ -46,6 +50,7 @@ class Outcome:
     wall_s: float = 0.0
     # the exit code of the first command that ended with an error on its own (not stopped by us), or None
     first_error_code: int | None = None
+    started: list[str] = field(default_factory=list)  # per command: "warm" or "exec"
 
 
 def alive(pid: int, start: str | None) -> bool:
@@ -69,8 +74,12 @@ class ProcessTree:
     exits with an error, the others get FAIL_FAST_S to notice (a survivor writes the failed record)
     and are then stopped, as torchrun stops a failed job's workers."""
 
-    def __init__(self, cmds: list[tuple[list[str], dict]], env: dict, tail_lines: int = 200) -> None:
-        self.cmds, self.env = cmds, env
+    def __init__(self, cmds: list[tuple[list[str], dict]], env: dict, tail_lines: int = 200,
+                 warm_device: str | None = None) -> None:
+        """warm_device: the point's device when its trainers may be forked by the warm-start server
+        (launch/warm.py); None = always a fresh interpreter."""
+        self.cmds, self.env, self.warm_device = cmds, env, warm_device
+        self.started: list[str] = []  # per command: "warm" (forked by the server) or "exec"
         self.tail: collections.deque = collections.deque(maxlen=tail_lines)
         self.procs: list[subprocess.Popen] = []
         self._threads: list[threading.Thread] = []
@@ -87,8 +96,13 @@ class ProcessTree:
         try:
             linux = sys.platform.startswith("linux")
             for cmd, extra in self.cmds:  # spawn them all before any thread runs (preexec_fn and threads)
-                self.procs.append(subprocess.Popen(
-                    cmd, env={**self.env, **extra}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                env = {**self.env, **extra}
+                proc = None
+                if self.warm_device is not None and warm.eligible(cmd, self.warm_device):
+                    proc = warm.start(cmd, env, say=lambda m: print(f"[launch] {m}", flush=True))
+                self.started.append("exec" if proc is None else "warm")
+                self.procs.append(proc or subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                     preexec_fn=_pdeathsig if linux else None))
             prefix = len(self.procs) > 1
             for i, p in enumerate(self.procs):
@@ -124,6 +138,7 @@ class ProcessTree:
         for t in self._threads:
             t.join(timeout=5)
         out.exit_codes = [p.returncode for p in self.procs]
+        out.started = list(self.started)
         out.tail = list(self.tail)
         out.wall_s = time.monotonic() - t0
         return out
