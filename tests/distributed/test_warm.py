@@ -111,8 +111,10 @@ def test_only_local_cpu_trainers_of_this_interpreter_are_forked():
     assert not warm.eligible([sys.executable, "-m", "torch.distributed.run", *train[3:]], "cpu")
 
 
-def test_a_server_serves_only_its_own_code_and_thread_settings():
-    base = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    assert warm.server_name(base) == warm.server_name(dict(base, RANK="3"))
-    assert warm.server_name(base) != warm.server_name(dict(base, OMP_NUM_THREADS="2"))
-    assert warm.server_name(base) != warm.server_name(dict(base, NUMBA_NUM_THREADS="2"))
+def test_a_server_serves_only_its_own_code_and_import_time_environment():
+    base = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PATH": "/bin"}
+    # per-rank and unrelated variables are read at run time: the same server
+    assert warm.server_name(base) == warm.server_name(dict(base, RANK="3", MASTER_PORT="29500", HOME="/x"))
+    for key, value in (("OMP_NUM_THREADS", "2"), ("NUMBA_NUM_THREADS", "2"), ("PYTHONPATH", "/elsewhere"),
+                       ("LD_PRELOAD", "libjemalloc.so")):
+        assert warm.server_name(base) != warm.server_name(dict(base, **{key: value})), key

@@ -79,6 +79,9 @@ def test_status_and_report_while_a_study_runs(tmp_path):
     copy_workflow(tmp_path)
     cfg = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
     cfg["experiments"]["allreduce"] = {"enabled": False}
+    # fresh interpreters (~5 s a point) keep the study running while status and report run beside
+    # it; warm-started points (~1 s) could all finish first
+    cfg.setdefault("resources", {})["warm_start"] = False
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     sm = subprocess.Popen([str(BIN / "snakemake"), "--profile", "profiles/local", "--configfile", "tiny.yaml"],
                           cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -185,6 +185,13 @@ do_stop() {
   printf '%s\n' "$h" > /etc/hosts
   # forget jobs: the next start begins with job ids and queue state from scratch
   rm -rf "$BASE/state"
+  # no slurm.conf naming a controller that is gone: every Slurm client (squeue, the executor
+  # plugin's `scontrol show config` when snakemake starts) would retry it for ~10 s; someone
+  # else's earlier conf comes back
+  if grep -qs "kanscale slurm-local" /etc/slurm/slurm.conf; then
+    if [ -e "$BASE/slurm.conf.before" ]; then mv "$BASE/slurm.conf.before" /etc/slurm/slurm.conf
+    else rm -f /etc/slurm/slurm.conf; fi
+  fi
   say "stopped"
 }
 

@@ -13,7 +13,7 @@ import pytest
 
 from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 from kan.train import parse
-from launch import claims, commands, failure
+from launch import claims, commands, failure, slurm
 
 LAUNCH = LaunchSettings(rdzv_join_s=20, rdzv_read_s=10, pg_timeout_s=60, cpus_per_rank=2, mem_mb_per_rank=500)
 
@@ -211,3 +211,28 @@ def test_nccl_tuning_lines_are_kept_once_in_order():
     got = nccl_tuning_lines(lines)
     assert got == ["[0] n1:1:1 [0] NCCL INFO AllReduce: Algo Ring proto LL",
                    "[1] n1:2:2 [1] NCCL INFO AllReduce: Algo Ring proto LL", "[0] n1:1:1 [0] NCCL INFO TUNING: ring/LL 2.0 us"]
+
+
+def test_a_controller_that_refuses_connections_is_not_asked(tmp_path):
+    """slurm.conf names a controller where nothing listens: squeue would retry it for ~10 s and then
+    know no jobs; controller_refuses says so at once. A listening controller, or no controller
+    named, is left to squeue."""
+    import socket
+
+    with socket.socket() as s:  # a port that was just free: nothing listens on it now
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(f"ClusterName=x\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort={closed}\n")
+    t0 = time.monotonic()
+    assert slurm.controller_refuses(conf)
+    assert time.monotonic() - t0 < 2
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        conf.write_text(f"SlurmctldHost=ctl(127.0.0.1)\nSlurmctldHost=backup(127.0.0.1)\n"
+                        f"SlurmctldPort={listening.getsockname()[1]}\n")
+        assert not slurm.controller_refuses(conf)
+    conf.write_text("# configless: no controller named\n")
+    assert not slurm.controller_refuses(conf)
+    assert not slurm.controller_refuses(tmp_path / "missing.conf")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import socket
 import subprocess
+from pathlib import Path
 
 TIMEOUT_S = 60
 # the executor plugin's job comment: rule_<rule>_wildcards_<wildcard values joined by _>
@@ -39,11 +42,36 @@ def available() -> bool:
     return shutil.which("squeue") is not None
 
 
+def controller_refuses(conf: Path | None = None) -> bool:
+    """True when slurm.conf names the controller(s) and each refuses a TCP connection: nothing listens
+    there, and squeue would fail after ~10 s of retries (measured 9.0 s) with the same answer, no
+    jobs known. Anything else (no slurm.conf, configless Slurm, a timeout, DNS) is left to squeue."""
+    conf = conf or Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    try:
+        text = conf.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    hosts = re.findall(r"^[ \t]*(?:SlurmctldHost|ControlMachine)[ \t]*=[ \t]*([^\s(#]+)(?:\(([^)\s]+)\))?", text,
+                       re.M | re.I)
+    port = re.search(r"^[ \t]*SlurmctldPort[ \t]*=[ \t]*(\d+)", text, re.M | re.I)
+    if not hosts:
+        return False
+    for name, addr in hosts:
+        try:
+            socket.create_connection((addr or name, int(port.group(1)) if port else 6817), timeout=1.0).close()
+            return False
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return False
+    return True
+
+
 def point_jobs(study: str) -> dict[str, dict]:
     """{point id: {job_id, state, reason, submitted}} of this user's pending or running measure_point jobs
     of `study`, from squeue (the plugin's job comment names the rule and the wildcards). {} without
-    squeue or when it fails: then nothing is known to be running."""
-    if not available():
+    squeue, without a listening controller, or when squeue fails: then nothing is known to be running."""
+    if not available() or controller_refuses():
         return {}
     try:
         out = _run("squeue", "--me", "-h", "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",

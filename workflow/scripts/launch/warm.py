@@ -29,9 +29,13 @@ from pathlib import Path
 from kan import config as kan_config
 
 KAN_DIR = Path(kan_config.__file__).resolve().parent
-# the environment a trainer's libraries read when they load (OpenMP, numba's pool size): a server
-# is started with the point's values, so a forked trainer's libraries start as a fresh one's would
-IMPORT_TIME_ENV = ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
+# what a trainer's interpreter and libraries read when they load (module search path, OpenMP, MKL,
+# numba's pool size, preloads): a server is started with the point's values of these and serves only
+# points with the same values, so a forked trainer's libraries start as a fresh one's would
+IMPORT_TIME_PREFIXES = ("PYTHON", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TORCH_", "LD_PRELOAD",
+                        "LD_LIBRARY_PATH")
+# per-rank values the launcher adds: read at run time, not at import, and never part of the key
+PER_RANK_PREFIXES = ("RANK", "LOCAL_", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_")
 # the server waits for its imports before answering (3.6 s idle on 2 cores, far longer under load);
 # past this the launcher gives up on it and starts a fresh interpreter
 START_TIMEOUT_S = 90.0
@@ -44,15 +48,15 @@ def eligible(cmd: list[str], device: str) -> bool:
 
 
 def server_name(env: dict) -> str:
-    """One server per interpreter, torch build, kan source tree and import-time thread settings."""
+    """One server per interpreter, torch build, kan source tree and import-time environment."""
     h = hashlib.sha1()
     spec = importlib.util.find_spec("torch")
     origin = Path(spec.origin) if spec and spec.origin else None
     h.update(f"{sys.executable}\0{origin}\0{origin.stat().st_mtime_ns if origin else 0}\0".encode())
     for path in sorted(KAN_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
-    for key in IMPORT_TIME_ENV:
-        h.update(f"{key}={env.get(key)}\0".encode())
+    for key in sorted(k for k in env if k.startswith(IMPORT_TIME_PREFIXES)):
+        h.update(f"{key}={env[key]}\0".encode())
     return f"kanscale-warm-{os.getuid()}-{h.hexdigest()[:16]}"
 
 
@@ -68,7 +72,7 @@ def _connect(name: str) -> socket.socket | None:
 
 def _start_server(name: str, env: dict) -> None:
     log = Path(tempfile.gettempdir()) / f"{name}.log"
-    server_env = {k: v for k, v in env.items() if not k.startswith(("RANK", "LOCAL_", "MASTER_", "TORCHELASTIC"))}
+    server_env = {k: v for k, v in env.items() if not k.startswith(PER_RANK_PREFIXES)}
     # OPENBLAS_NUM_THREADS=1: a single-threaded server (kan/warm.py says why). KANSCALE_WARM_ROOM: the
     # children's process titles (their full kan.train command lines, ~1 KB) are written over the
     # server's argv + environment block, which must be long enough
