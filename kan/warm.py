@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import ctypes
 import json
 import os
 import selectors
@@ -116,11 +115,7 @@ def run_child(req: dict, out_fd: int, close: list[int]) -> None:
     """In the forked child: become the trainer the launcher would have exec'ed, then exit."""
     code = 1
     try:
-        os.setsid()
-        try:
-            ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1: die with the server
-        except (OSError, AttributeError):
-            pass
+        os.setsid()  # (kan.train.main sets PR_SET_PDEATHSIG against its parent: here the server)
         for fd in close:
             try:
                 os.close(fd)

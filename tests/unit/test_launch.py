@@ -215,8 +215,8 @@ def test_nccl_tuning_lines_are_kept_once_in_order():
 
 def test_a_controller_that_refuses_connections_is_not_asked(tmp_path):
     """slurm.conf names a controller where nothing listens: squeue would retry it for ~10 s and then
-    know no jobs; controller_refuses says so at once. A listening controller, or no controller
-    named, is left to squeue."""
+    know no jobs; controller_refuses says so without asking it. A listening controller, or no
+    controller named, is left to squeue."""
     import socket
 
     with socket.socket() as s:  # a port that was just free: nothing listens on it now
@@ -224,9 +224,7 @@ def test_a_controller_that_refuses_connections_is_not_asked(tmp_path):
         closed = s.getsockname()[1]
     conf = tmp_path / "slurm.conf"
     conf.write_text(f"ClusterName=x\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort={closed}\n")
-    t0 = time.monotonic()
     assert slurm.controller_refuses(conf)
-    assert time.monotonic() - t0 < 2
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
         listening.listen()
