@@ -35,11 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def kind(row) -> str:
+    started = f", {row['started']}" if isinstance(row.get("started"), str) else ""
     if row["world_size"] == 1:
-        return "one rank (python -m kan.train)"
+        return f"one rank{started}"
     if row["nodes"] == 1:
-        return "one node, ranks started directly"
-    return "several nodes (torchrun agents)"
+        return f"one node, ranks started directly{started}"
+    return f"several nodes (torchrun agents){started}"
 
 
 def run_study(config: Path, work: Path, warm_start: bool | None = None) -> Path:

@@ -32,7 +32,7 @@ COLUMNS = [
     "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
     "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
-    "slurm_job_id", "attempt", "finished_utc",
+    "slurm_job_id", "attempt", "started", "finished_utc",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
@@ -159,6 +159,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "exclusive": isolation.get("exclusive"),
         "git_sha": prov.get("git_sha"), "git_dirty": prov.get("git_dirty"), "torch_version": prov.get("torch"),
         "slurm_job_id": _get(prov, "slurm", "slurm_job_id"), "attempt": _get(rec, "launch", "attempt"),
+        # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
+        "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
         "finished_utc": rec.get("finished_utc"),
     })
     if job_wall_s is not None and row["train_time_s"] is not None:
