@@ -8,7 +8,7 @@ Forking a process that holds those modules costs milliseconds. Nothing inside th
 changes: the child runs the same kan.train.main(), with the launcher's environment, working
 directory and command line (also as its process title, so `pgrep -f kan.train` finds it).
 
-    python -m kan.warm --name NAME [--idle-s 120]     (started by workflow/scripts/launch/warm.py)
+    python -m kan.warm --name NAME [--idle-s S]     (started by workflow/scripts/launch/warm.py, S = 60)
 
 Protocol, on the abstract Unix socket "\\0NAME" (no file to leave behind; binding it is also the
 lock that keeps one server per name): the client sends one length-prefixed JSON request
