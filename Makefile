@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   creates .venv, runs the small local study, prints where the report is
+#   make demo   creates .venv, runs the small local study (or CONFIG=...), prints where the report is
 #   make test   creates .venv, installs what the tests need (Debian packages when root), runs them
 # A study's state at any time (CONFIG selects it; none of these runs a point or takes snakemake's lock):
 #   make check  CONFIG=...   validate the config
@@ -18,14 +18,16 @@ CONFIG ?= config/local.yaml
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e '.[test]'
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test]'
 	@touch $@
 
+# A checkout (and so .venv) may live under any path: CONFIG is quoted, and the tools run as
+# `python -m ...`, not through .venv/bin's scripts, whose generated launchers expand a `$(...)` in it
 demo: $(STAMP)
-	$(BIN)/snakemake --profile profiles/local
+	$(BIN)/python -m snakemake --profile profiles/local --configfile '$(CONFIG)'
 	@echo
-	@echo "Report: $(abspath reports/local/report.html)"
+	@$(BIN)/python workflow/scripts/study.py where '$(CONFIG)'
 
 # pykan's own environment (the workflow makes it by itself when a study lists impl: pykan)
 pykan-env: .venv-pykan/.installed
@@ -33,17 +35,17 @@ pykan-env: .venv-pykan/.installed
 	$(BIN)/python workflow/scripts/pykan_env.py .venv-pykan
 
 check plan status report: $(STAMP)
-	@$(BIN)/python workflow/scripts/study.py $@ $(CONFIG)
+	@$(BIN)/python workflow/scripts/study.py $@ '$(CONFIG)'
 
 # Debian packages the tests drive for real (headless Chromium, Slurm); installed only as root
 system-deps:
 	@bash tests/setup-system.sh
 
 test: $(STAMP) system-deps
-	$(BIN)/pytest -q
+	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not e2e and not slurm"
+	$(BIN)/python -m pytest -q -m "not e2e and not slurm"
 
 # a real Slurm on this machine (munge, slurmctld, slurmd n1 + n2 with 2 fake GPUs each); root only
 slurm-up:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -15,6 +16,11 @@ from pathlib import Path
 import torch
 
 from . import env
+
+# git, found once when this module is imported: by a fresh trainer at its start, by the warm-start
+# server (kan/warm.py) when it preloads this module, with its owner's PATH; a forked trainer's
+# provenance never looks git up again, so nothing a request carries can choose which git runs
+GIT = shutil.which("git")
 
 
 def summarize(times_s: Sequence[float]) -> dict | None:
@@ -47,8 +53,10 @@ def current_rss_bytes() -> int:
 
 def git_state(cwd: str | Path = ".") -> dict:
     def run(*args: str) -> str | None:
+        if GIT is None:
+            return None
         try:
-            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+            out = subprocess.run([GIT, *args], cwd=cwd, capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None

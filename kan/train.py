@@ -209,11 +209,22 @@ def _set_numba_threads(n: int) -> None:
 
 
 def _gather(mine: dict, info) -> list[dict]:
+    """Every rank's measurements on every rank, sent as JSON bytes in a uint8 tensor. Not
+    all_gather_object: it unpickles what its peers send, and a peer is whoever got into the
+    rendezvous (SECURITY.md); a record is JSON anyway."""
+    import torch
     import torch.distributed as dist
 
-    per_rank = [None] * info.world_size
-    dist.all_gather_object(per_rank, mine)
-    return per_rank
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    data = torch.frombuffer(bytearray(json.dumps(mine).encode()), dtype=torch.uint8).to(device)
+    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(info.world_size)]
+    dist.all_gather(sizes, torch.tensor([data.numel()], dtype=torch.int64, device=device))
+    longest = max(int(n.item()) for n in sizes)
+    padded = torch.zeros(longest, dtype=torch.uint8, device=device)
+    padded[:data.numel()] = data
+    parts = [torch.empty(longest, dtype=torch.uint8, device=device) for _ in range(info.world_size)]
+    dist.all_gather(parts, padded)
+    return [json.loads(bytes(p[:int(n.item())].cpu().tolist())) for p, n in zip(parts, sizes)]
 
 
 def _summary_line(rec: dict) -> str:

@@ -8,15 +8,29 @@ Forking a process that holds those modules costs milliseconds. Nothing inside th
 changes: the child runs the same kan.train.main(), with the launcher's environment, working
 directory and command line (also as its process title, so `pgrep -f kan.train` finds it).
 
-    python -m kan.warm --name NAME [--idle-s S]     (started by workflow/scripts/launch/warm.py, S = 60)
+    python -m kan.warm --socket PATH [--idle-s S]   (started by workflow/scripts/launch/warm.py, S = 60)
 
-Protocol, on the abstract Unix socket "\\0NAME" (no file to leave behind; binding it is also the
-lock that keeps one server per name): the client sends one length-prefixed JSON request
+Who is served (a server runs code as its owner, so it must know who asks):
+* The socket is a file in a directory only its owner can enter (`private_dir()`: $XDG_RUNTIME_DIR/
+  kanscale, else <tmp>/kanscale-<uid>, mode 0700, checked to be the owner's, not a symlink, in a
+  parent nobody else can rename it out of). Another user cannot connect, list or squat the name.
+* Every connection's peer credentials (SO_PEERCRED) are checked before a byte is read: a peer
+  with another uid is logged and closed. The two layers are independent (tests/distributed/
+  test_warm_security.py breaks each in turn, as uid 65534).
+* A request is narrow: the server's own interpreter, `kan.train`'s own flags (parsed before the
+  fork; anything else is refused), the per-rank environment keys the launcher sets (REQUEST_ENV)
+  and an absolute working directory. Everything else of the trainer's environment is the server's
+  own: the launcher's environment when it started the server (its hash names the socket, so a
+  launcher with another environment gets another server). So a request cannot change PATH, and
+  the trainer's `git` (provenance) is the one kan.metrics resolved when the server imported it.
+
+Protocol, on that socket (an flock on PATH.lock keeps one server per path; a socket file left by a
+killed server is replaced): the client sends one length-prefixed JSON request
 {"python", "args", "env", "cwd"} with the write end of its log pipe attached (SCM_RIGHTS); the
 server answers JSON lines {"pid": N}, later {"exit": code} (subprocess's convention: -N = killed by
 signal N), or {"error": "..."}, after which the client starts a fresh interpreter instead.
 
-Safety:
+Fork safety:
 * Fork is only safe while the server has one thread: it checks /proc/self/task after the imports
   and refuses every request otherwise (numpy's OpenBLAS would start a helper thread, hence
   OPENBLAS_NUM_THREADS=1 in the server's environment, set by the client; numpy's BLAS is not on
@@ -32,19 +46,80 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import fcntl
 import json
 import os
 import selectors
 import shlex
 import signal
 import socket
+import stat
 import struct
 import sys
+import tempfile
 import time
 import traceback
+from pathlib import Path
 
-MAX_REQUEST = 4 << 20  # bytes; a request is a command line and an environment
+MAX_REQUEST = 4 << 20  # bytes; a request is a command line and a few environment keys
 REQUEST_TIMEOUT_S = 10.0
+# the environment keys a request may carry: what the launcher sets per rank and per point
+# (workflow/scripts/launch/commands.py, launch/main.py); the rest is the server's own environment
+REQUEST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+               "TORCHELASTIC_ERROR_FILE", "KANSCALE_LAUNCH_CMD")
+# set by the client for the server process only (launch/warm.py): the trainer gets the launcher's values
+SERVER_ONLY_ENV = "KANSCALE_WARM_"  # KANSCALE_WARM_ROOM (title room), KANSCALE_WARM_ORIG (values replaced)
+REQUEST_KEYS = {"python", "args", "env", "cwd"}
+
+
+class UnsafeDirError(RuntimeError):
+    """The directory for the socket is not one only its owner can use."""
+
+
+def _check_private(d: Path) -> Path:
+    """d must be a real directory (no symlink) of this user, closed to everyone else, in a parent
+    that others cannot rename it out of (owned by this user or root, or sticky if others may write)."""
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeDirError(f"{d} is not a directory (a symlink or file is in its place)")
+    if st.st_uid != os.geteuid():
+        raise UnsafeDirError(f"{d} belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()})")
+    if st.st_mode & 0o077:
+        raise UnsafeDirError(f"{d} has mode {stat.S_IMODE(st.st_mode):04o}; only its owner may enter it (0700)")
+    parent = os.stat(d.parent)
+    if parent.st_uid not in (0, os.geteuid()) or (parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX):
+        raise UnsafeDirError(f"{d.parent} lets others rename {d.name} (not sticky, writable by others)")
+    return d
+
+
+def private_dir(env: dict | None = None) -> Path:
+    """This user's directory for warm-start sockets and logs, made (0700) and checked; UnsafeDirError
+    when it cannot be trusted. $XDG_RUNTIME_DIR/kanscale when the session has a runtime directory of
+    its own, else <tmp>/kanscale-<uid>."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    base = None
+    if runtime and os.path.isabs(runtime):
+        try:
+            base = _check_private(Path(runtime)) / "kanscale"
+        except (OSError, UnsafeDirError):
+            base = None
+    if base is None:
+        tmp = env.get("TMPDIR") or tempfile.gettempdir()
+        base = Path(tmp) / f"kanscale-{os.geteuid()}"
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    return _check_private(base)
+
+
+def peer_uid(conn: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a connected Unix socket (SO_PEERCRED: the
+    credentials it had when it connected, checked by the kernel)."""
+    pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize("3i")))
+    return pid, uid
 
 
 def preload() -> None:
@@ -99,6 +174,53 @@ def recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
+class BadRequest(ValueError):
+    """A request that is not a kan.train point of this server: refused before anything runs."""
+
+
+def check_request(req) -> None:
+    """The request is exactly what a point needs (module docstring, "Who is served"); BadRequest
+    naming what is not."""
+    if not isinstance(req, dict) or set(req) != REQUEST_KEYS:
+        keys = sorted(req) if isinstance(req, dict) else type(req).__name__
+        raise BadRequest(f"a request has exactly the keys {sorted(REQUEST_KEYS)}, got {keys}")
+    if req["python"] != sys.executable:
+        raise BadRequest(f"python {req['python']!r} is not this server's interpreter {sys.executable!r}")
+    args, env, cwd = req["args"], req["env"], req["cwd"]
+    if not isinstance(args, list) or not all(isinstance(a, str) and "\0" not in a for a in args):
+        raise BadRequest("args must be a list of strings")
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) and "\0" not in v
+                                            for k, v in env.items()):
+        raise BadRequest("env must map strings to strings")
+    extra = sorted(set(env) - set(REQUEST_ENV))
+    if extra:
+        raise BadRequest(f"environment key(s) {', '.join(extra)} are not set per point by the launcher; a request "
+                         f"may carry only {', '.join(REQUEST_ENV)} (the rest is the server's own environment)")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        raise BadRequest(f"cwd must be an absolute directory, got {cwd!r}")
+    from . import train
+
+    try:
+        train.build_parser().parse_args(args)
+    except train.UsageError as e:
+        raise BadRequest(f"not a kan.train command line: {e}") from None
+    except SystemExit:  # --help: argparse would print and exit the server
+        raise BadRequest("not a training command line (--help or --version)") from None
+
+
+def child_env(request_env: dict) -> dict:
+    """The trainer's environment: the server's (= the launcher's when it started the server, with
+    the values the client replaced for the server put back) plus the request's per-rank keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SERVER_ONLY_ENV)}
+    for key, value in json.loads(os.environ.get(SERVER_ONLY_ENV + "ORIG", "{}")).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env.update(request_env)
+    return env
+
+
 def send_line(conn: socket.socket, msg: dict) -> bool:
     try:
         conn.sendall(json.dumps(msg).encode() + b"\n")
@@ -111,7 +233,7 @@ def exit_code(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def run_child(req: dict, out_fd: int, close: list[int]) -> None:
+def run_child(req: dict, env: dict, out_fd: int, close: list[int]) -> None:
     """In the forked child: become the trainer the launcher would have exec'ed, then exit."""
     code = 1
     try:
@@ -132,12 +254,12 @@ def run_child(req: dict, out_fd: int, close: list[int]) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(req["cwd"])
         os.environ.clear()
-        os.environ.update(req["env"])
+        os.environ.update(env)
         from . import train
 
         args = list(req["args"])
         sys.argv = [train.__file__, *args]
-        sys.orig_argv = [req["python"], "-m", "kan.train", *args]
+        sys.orig_argv = [sys.executable, "-m", "kan.train", *args]
         import setproctitle
 
         setproctitle.setproctitle(shlex.join(sys.orig_argv))
@@ -157,20 +279,51 @@ def run_child(req: dict, out_fd: int, close: list[int]) -> None:
 
 
 class Server:
-    def __init__(self, name: str, idle_s: float) -> None:
-        self.name, self.idle_s = name, idle_s
+    def __init__(self, path: Path, idle_s: float) -> None:
+        self.path, self.idle_s = Path(path), idle_s
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sel = selectors.DefaultSelector()
         self.children: dict[int, socket.socket] = {}  # trainer pid -> its launcher's connection
         self.refuse: str | None = None
         self.last = time.monotonic()
         self.wake: tuple[int, int] = (-1, -1)
+        self.lock_fd = -1
+
+    def _bind(self) -> bool:
+        """Take PATH.lock and the socket path; False when another server holds them (it serves)."""
+        _check_private(self.path.parent)
+        self.lock_fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        try:
+            os.unlink(self.path)  # left by a server that was killed: nobody listens on it
+        except FileNotFoundError:
+            pass
+        self.listener.bind(str(self.path))
+        os.chmod(self.path, 0o600)  # a second layer: the directory is 0700 already
+        return True
 
     def serve(self) -> int:
         try:
-            self.listener.bind("\0" + self.name)
-        except OSError:  # another server of this name runs: it serves
-            return 0
+            if not self._bind():
+                return 0
+        except (OSError, UnsafeDirError) as e:
+            print(f"[kan.warm] cannot serve at {self.path}: {e}", flush=True)
+            return 1
+        try:
+            return self._serve()
+        finally:
+            try:
+                if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+                    os.unlink(self.path)
+            except OSError:
+                pass
+            self.listener.close()
+            os.close(self.lock_fd)
+
+    def _serve(self) -> int:
         self.listener.listen(64)
         try:
             preload()
@@ -185,19 +338,37 @@ class Server:
         signal.set_wakeup_fd(wake_w)
         self.sel.register(self.listener, selectors.EVENT_READ)
         self.sel.register(wake_r, selectors.EVENT_READ)
-        print(f"[kan.warm] {self.name}: ready, pid {os.getpid()}"
+        print(f"[kan.warm] {self.path}: ready, pid {os.getpid()}"
               + (f"; refusing requests: {self.refuse}" if self.refuse else ""), flush=True)
         while self.children or time.monotonic() - self.last < self.idle_s:
             for key, _ in self.sel.select(timeout=1.0):
                 if key.fileobj is self.listener:
                     self.last = time.monotonic()
-                    self.handle(self.listener.accept()[0])
+                    self.accept()
                 elif key.fileobj == wake_r:
                     os.read(wake_r, 512)
                 else:
                     self.peer_check(key.fileobj)
             self.reap()
         return 0
+
+    def accept(self) -> None:
+        try:
+            conn = self.listener.accept()[0]
+        except OSError:
+            return
+        try:
+            pid, uid = peer_uid(conn)
+        except OSError as e:
+            pid, uid = -1, -1
+            print(f"[kan.warm] no peer credentials ({e}): connection closed", flush=True)
+        if uid != os.geteuid():
+            # nothing is read from a stranger: its request, file descriptors and bytes stay unread
+            print(f"[kan.warm] refused a connection from uid {uid} (pid {pid}): this server serves uid "
+                  f"{os.geteuid()} only", flush=True)
+            conn.close()
+            return
+        self.handle(conn)
 
     def peer_check(self, conn: socket.socket) -> None:
         """A readable connection is a closed one (clients send nothing after the request): the
@@ -235,15 +406,17 @@ class Server:
             req, fds = recv_request(conn)
             if self.refuse or len(fds) != 1:
                 raise RuntimeError(self.refuse or f"expected 1 file descriptor, got {len(fds)}")
+            check_request(req)
+            env = child_env(req["env"])
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
-                # the child keeps none of the server's sockets, pipes or its epoll handle
+                # the child keeps none of the server's sockets, pipes, lock or its epoll handle
                 keep_out = [self.listener.fileno(), conn.fileno(), *(c.fileno() for c in self.children.values()),
-                            *self.wake, getattr(self.sel, "fileno", lambda: -1)()]
-                run_child(req, fds[0], keep_out)  # never returns
+                            *self.wake, self.lock_fd, getattr(self.sel, "fileno", lambda: -1)()]
+                run_child(req, env, fds[0], keep_out)  # never returns
             os.close(fds[0])
             fds = []
             self.children[pid] = conn
@@ -251,6 +424,8 @@ class Server:
                 _killpg(pid, signal.SIGTERM)  # the client gave up waiting and starts its own trainer
             self.sel.register(conn, selectors.EVENT_READ)
         except Exception as e:  # a bad request ends its connection, never the server
+            if isinstance(e, BadRequest):
+                print(f"[kan.warm] refused a request: {e}", flush=True)
             send_line(conn, {"error": f"{type(e).__name__}: {e}"})
             for fd in fds:
                 os.close(fd)
@@ -266,10 +441,11 @@ def _killpg(pid: int, sig: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--name", required=True, help="abstract socket name (the client derives it)")
+    ap.add_argument("--socket", required=True, type=Path,
+                    help="the socket's path, in a directory only this user can enter (private_dir())")
     ap.add_argument("--idle-s", type=float, default=120.0, help="exit after this long without work")
     a = ap.parse_args(argv)
-    return Server(a.name, a.idle_s).serve()
+    return Server(a.socket, a.idle_s).serve()
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ def pytest_sessionfinish(session, exitstatus):
     import signal
     import subprocess
 
-    out = subprocess.run(["pgrep", "-f", "kan.warm --name=kanscale-warm-"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "kan.warm --socket="], capture_output=True, text=True).stdout
     for pid in (int(x) for x in out.split()):
         try:
             if Path(os.readlink(f"/proc/{pid}/cwd")) == ROOT:

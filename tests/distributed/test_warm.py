@@ -78,16 +78,16 @@ def test_killing_the_server_ends_its_trainer_and_the_next_point_starts_a_new_ser
 def test_a_server_that_cannot_fork_safely_is_refused_and_the_point_starts_fresh(tmp_path):
     """With numpy's BLAS allowed a helper thread the server has 2 threads after its imports: forking
     it is unsafe, so it refuses and the client starts a fresh interpreter."""
-    name = f"kanscale-warm-test-{os.getpid()}"
+    path = warm.server.private_dir() / f"warm-test-{os.getpid()}.sock"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    server = subprocess.Popen([sys.executable, "-m", "kan.warm", f"--name={name}", "--idle-s=30"],
+    server = subprocess.Popen([sys.executable, "-m", "kan.warm", f"--socket={path}", "--idle-s=30"],
                               env={**env, "OPENBLAS_NUM_THREADS": "2"}, stdout=subprocess.PIPE, text=True)
     try:
         ready = server.stdout.readline()
         assert "refusing requests" in ready and "threads" in ready, ready
         said = []
         cmd = [sys.executable, "-m", "kan.train", "--help"]
-        assert warm.start(cmd, env, say=said.append, name=name) is None
+        assert warm.start(cmd, env, say=said.append, path=path) is None
         assert "threads" in said[0] and "fresh interpreter" in said[0]
     finally:
         server.kill()
@@ -96,10 +96,10 @@ def test_a_server_that_cannot_fork_safely_is_refused_and_the_point_starts_fresh(
 
 def test_no_server_means_a_fresh_interpreter(monkeypatch):
     said = []
-    monkeypatch.setattr(warm, "_start_server", lambda name, env: None)
+    monkeypatch.setattr(warm, "_start_server", lambda path, env: None)
     monkeypatch.setattr(warm, "SERVER_UP_S", 0.2)
-    assert warm.start([sys.executable, "-m", "kan.train"], dict(os.environ), say=said.append,
-                      name=f"kanscale-warm-none-{os.getpid()}") is None
+    path = warm.server.private_dir() / f"warm-none-{os.getpid()}.sock"
+    assert warm.start([sys.executable, "-m", "kan.train"], dict(os.environ), say=said.append, path=path) is None
     assert "did not come up" in said[0]
 
 
@@ -111,10 +111,12 @@ def test_only_local_cpu_trainers_of_this_interpreter_are_forked():
     assert not warm.eligible([sys.executable, "-m", "torch.distributed.run", *train[3:]], "cpu")
 
 
-def test_a_server_serves_only_its_own_code_and_import_time_environment():
-    base = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PATH": "/bin"}
-    # per-rank and unrelated variables are read at run time: the same server
-    assert warm.server_name(base) == warm.server_name(dict(base, RANK="3", MASTER_PORT="29500", HOME="/x"))
+def test_a_server_serves_only_its_own_code_and_environment():
+    """The trainer runs with the server's environment, so every key but the per-rank ones the launcher
+    sets (kan/warm.py REQUEST_ENV) picks the server."""
+    base = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PATH": "/bin", "HOME": "/root"}
+    assert warm.server_key(base) == warm.server_key(dict(base, RANK="3", MASTER_PORT="29500",
+                                                         KANSCALE_LAUNCH_CMD="python x"))
     for key, value in (("OMP_NUM_THREADS", "2"), ("NUMBA_NUM_THREADS", "2"), ("PYTHONPATH", "/elsewhere"),
-                       ("LD_PRELOAD", "libjemalloc.so")):
-        assert warm.server_name(base) != warm.server_name(dict(base, **{key: value})), key
+                       ("LD_PRELOAD", "libjemalloc.so"), ("PATH", "/tmp/bin:/bin"), ("HOME", "/x")):
+        assert warm.server_key(base) != warm.server_key(dict(base, **{key: value})), key

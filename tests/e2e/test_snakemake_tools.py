@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # README "Snakemake's own tools": why each remaining lint is there on purpose
 ALLOWED_LINTS = ("Specify a conda environment or container for each rule.",)
-ALLOWED_GLOBALS = {"PYTHON", "LAUNCHER", "PYKAN_ENV", "LAUNCH_JSON", "LIMITS_JSON", "SNAKEMAKE_PID"}
+ALLOWED_GLOBALS = {"PYTHON", "LAUNCHER", "PYKAN_ENV", "LAUNCH_JSON", "LIMITS_JSON", "SNAKEMAKE_PID", "SCRIPTS_DIR",
+                   "STUDY_CONFIG_JSON"}
 
 
 def lints(text: str) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
-"""The whole local study on a tiny config through real Snakemake, from a checkout whose path holds a
-space and a `$(...)`, then what an operator does to it: nothing changed -> nothing runs; a record
+"""The whole local study on a tiny config, started as README says (`make demo`, which makes .venv
+inside the checkout), from a checkout whose path holds a space and a `$(...)`; then, with that
+.venv's snakemake, what an operator does to it: nothing changed -> nothing runs; a record
 deleted, failed, truncated, emptied or hand-written -> exactly that point runs again; a width added
 -> only the new points; kill -9 of snakemake mid-point -> (after the README's --unlock) the point
 runs once more, with no concurrent duplicate and no orphan left behind."""
@@ -10,7 +11,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,13 +22,26 @@ from kan import record as records
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 STUDY = "tiny"
 
 
 def command(workdir: Path, configfile: Path, *extra: str) -> list[str]:
-    # the documented local command: the profile (keep-going, rerun-incomplete, one point at a time)
-    return [SNAKEMAKE, "--profile", str(workdir / "profiles" / "local"), "--configfile", str(configfile), *extra]
+    # the documented local command with the checkout's own .venv (made by `make demo`): the profile
+    # (keep-going, rerun-incomplete, one point at a time)
+    python = str(workdir / ".venv" / "bin" / "python")
+    return [python, "-m", "snakemake", "--profile", str(workdir / "profiles" / "local"), "--configfile",
+            str(configfile), *extra]
+
+
+def copy_checkout(dest: Path) -> None:
+    """What a clone of this checkout holds now: tracked files and untracked ones git does not ignore."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
 
 
 def snakemake(workdir: Path, configfile: Path, *extra: str) -> str:
@@ -53,14 +66,21 @@ def measured(log: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    # a checkout path with a space and a command substitution: every shell path must stay quoted
+    # a checkout path with a space and a command substitution: every shell path must stay quoted,
+    # .venv's own python included (Snakemake's `script:` runs it unquoted: snakemake issue 2645)
     work = tmp_path_factory.mktemp("study") / "kan scale $(touch PWNED)"
     work.mkdir()
-    for name in ("Snakefile", "workflow", "config", "profiles"):
-        shutil.copytree(ROOT / name, work / name) if (ROOT / name).is_dir() else shutil.copy(ROOT / name, work)
+    copy_checkout(work)
     cfg = work / "tiny.yaml"
     shutil.copy(ROOT / "tests" / "configs" / "tiny.yaml", cfg)
-    log = snakemake(work, cfg)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    r = subprocess.run(["make", "demo", "CONFIG=tiny.yaml"], cwd=work, capture_output=True, text=True, timeout=1800,
+                       env=env)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-6000:]
+    printed = re.findall(r"^Report: (.*)$", r.stdout, re.M)
+    assert printed == [str(work / "reports" / STUDY / "report.html")], printed
+    assert Path(printed[0]).is_file()
     return work, cfg, log
 
 
@@ -75,6 +95,7 @@ def records_of(work: Path) -> dict[str, dict]:
 def test_full_study_produces_records_tables_and_report(study):
     work, cfg, log = study
     assert not list(work.parent.rglob("PWNED")) and not list(Path.cwd().glob("PWNED"))
+    assert (work / ".venv" / "bin" / "python").exists()  # the venv lives inside the odd path
     recs = records_of(work)
     # strong 1x1, 1x2 + non-DDP; weak 1x1, 1x2 + non-DDP; comm 1x2, 2x1; model_size 2 widths; allreduce 1x2, 2x1
     assert len(recs) == 12, sorted(recs)

@@ -128,7 +128,21 @@ CONF
 
 is_up() { [ -s "$BASE/run/slurmctld.pid" ] && kill -0 "$(cat "$BASE/run/slurmctld.pid")" 2>/dev/null; }
 
+# $BASE is in a shared /tmp by default: another user could have made it first (or a symlink in its
+# place) and planted PID files that `stop` would kill, or configs the daemons read. Use it only if
+# it is a real directory of ours that nobody else can write.
+check_base() {
+  if [ -L "$BASE" ] || { [ -e "$BASE" ] && { [ "$(stat -c %u "$BASE")" != "$(id -u)" ] \
+       || [ -n "$(find "$BASE" -maxdepth 0 -perm /022)" ]; }; }; then
+    echo "slurm-local: $BASE is not ours alone (a symlink, another user's, or writable by others);" \
+         "remove it or set SLURM_LOCAL_DIR" >&2
+    exit 1
+  fi
+}
+
 do_start() {
+  check_base
+  mkdir -p -m 0755 "$BASE"
   if is_up; then say "already running (state in $BASE)"; do_status; return; fi
   command -v slurmctld >/dev/null || { say "Slurm is not installed: run '$0 install' first"; return 1; }
   write_conf
@@ -175,6 +189,7 @@ stop_pid() {
 
 do_stop() {
   local f h
+  check_base
   # cancel what is still queued or running so that no job outlives the cluster
   if is_up; then scancel --quiet --user="$(id -un)" 2>/dev/null || true; sleep 1; fi
   for f in "$BASE"/run/slurmd-n*.pid; do [ -e "$f" ] && stop_pid "$f"; done

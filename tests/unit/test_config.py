@@ -35,6 +35,7 @@ BAD = [
     ({"launcher": "mpirun"}, "launcher", "'torchrun', 'srun'"),
     ({"model": {"basis": ["fourier"]}}, "model.basis[0]", "'bspline', 'rbf', 'chebyshev'"),
     ({"model": {"impl": ["pykan2"]}}, "model.impl[0]", "'kanscale', 'mlp', 'mlp_matched'"),
+    ({"model": {"impl": ["pykan"], "basis": ["rbf"]}}, "model.basis", "allowed for pykan: 'bspline'"),
     ({"devcie": "cpu"}, "<top level>", "allowed keys:"),
     ({"training": {"epochs": 0}}, "training.epochs", "minimum of 1"),
     ({"training": {"comm_probe_every": 1}}, "training.comm_probe_every", "not allowed"),
@@ -195,6 +196,17 @@ def test_paper_config_matches_the_paper(root):
     assert sorted(p.model.widths[1] for p in ms if p.model.impl == "pykan") == [32, 64, 128, 256]
     assert all((p.placement.nodes, p.placement.gpus_per_node) == (2, 2) and p.train.samples == 50000 for p in ms)
     assert all(p.model.grid_size == 10 and p.model.spline_order == 3 for p in pts)
+
+
+def test_pykan_beside_other_bases_runs_bspline_and_says_so():
+    """A basis list with bspline keeps the other bases for kanscale; pykan gets bspline, with a warning."""
+    cfg = plan.validate_config({**copy.deepcopy(MINIMAL), "model": {"impl": ["pykan", "kanscale"],
+                                                                    "basis": ["bspline", "rbf"]}})
+    models = {(p.model.impl, p.model.basis) for p in plan.build_points(cfg).values()}
+    assert models == {("pykan", "bspline"), ("kanscale", "bspline"), ("kanscale", "rbf")}
+    (warning,) = plan.config_warnings(cfg)
+    assert "pykan" in warning and "rbf" in warning
+    assert plan.config_warnings(plan.validate_config(copy.deepcopy(MINIMAL))) == []
 
 
 def test_tiny_test_config_valid(root):

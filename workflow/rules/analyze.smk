@@ -1,9 +1,30 @@
 # Records -> tidy measurements -> the scaling tables, the law fits, the performance model and the
 # computed guidelines.
+#
+# Every step runs its script through a quoted shell command (python script.py --in NAME=PATH
+# --param NAME=JSON --out NAME=PATH, scaling/io.py step_args), not through `script:`: Snakemake
+# starts a script's interpreter by its unquoted path (snakemake issue 2645), which breaks in a
+# checkout whose path has a space, and .venv lives in the checkout.
+
+
+rule write_plan:
+    output:
+        points="results/{study}/plan/points.json",
+    log:
+        "results/{study}/logs/write_plan.log",
+    params:
+        digest=as_json(POINTS_DIGEST),
+    message:
+        "plan {wildcards.study}: every planned point as JSON"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/write_plan.py --param config={STUDY_CONFIG_JSON:q}"
+        " --param digest={params.digest:q} --out points={output.points:q} > {log:q} 2>&1"
 
 
 rule collect_measurements:
     input:
+        planned=rules.write_plan.output.points,
+        # the DAG's edges; the script finds the records and benchmark files in their folders
         records=get_point_records,
         benchmarks=get_point_benchmarks,
     output:
@@ -13,12 +34,14 @@ rule collect_measurements:
     log:
         "results/{study}/logs/collect_measurements.log",
     params:
-        points=get_planned_points,
         running=get_running_points,
     message:
         "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
-    script:
-        "../scripts/collect.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py --in planned={input.planned:q}"
+        " --in points_dir=results/{wildcards.study}/points --in benchmarks_dir=results/{wildcards.study}/benchmarks"
+        " --param running={params.running:q} --out measurements={output.measurements:q}"
+        " --out loss_curves={output.loss_curves:q} --out allreduce={output.allreduce:q} > {log:q} 2>&1"
 
 
 rule compute_tables:
@@ -42,8 +65,14 @@ rule compute_tables:
         thresholds=get_thresholds,
     message:
         "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, time to target, law fits"
-    script:
-        "../scripts/compute_tables.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_tables.py --in measurements={input.measurements:q}"
+        " --in loss_curves={input.loss_curves:q} --in allreduce={input.allreduce:q}"
+        " --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
+        " --out points={output.points:q} --out strong={output.strong:q} --out weak={output.weak:q}"
+        " --out comm={output.comm:q} --out model_size={output.model_size:q}"
+        " --out allreduce_sizes={output.allreduce_sizes:q} --out fits={output.fits:q}"
+        " --out provenance={output.provenance:q} > {log:q} 2>&1"
 
 
 rule fit_model:
@@ -51,15 +80,17 @@ rule fit_model:
         measurements=rules.collect_measurements.output.measurements,
         allreduce=rules.collect_measurements.output.allreduce,
     output:
-        "results/{study}/model.json",
+        model="results/{study}/model.json",
     log:
         "results/{study}/logs/fit_model.log",
     params:
         thresholds=get_thresholds,
     message:
         "model {wildcards.study}: compute + alpha-beta comm, leave-one-world-size-out validation, predictions"
-    script:
-        "../scripts/fit_model.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/fit_model.py --in measurements={input.measurements:q}"
+        " --in allreduce={input.allreduce:q} --param thresholds={params.thresholds:q}"
+        " --out model={output.model:q} > {log:q} 2>&1"
 
 
 rule compute_guidelines:
@@ -68,14 +99,16 @@ rule compute_guidelines:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
-        model=rules.fit_model.output[0],
+        model=rules.fit_model.output.model,
     output:
-        "results/{study}/guidelines.json",
+        guidelines="results/{study}/guidelines.json",
     log:
         "results/{study}/logs/compute_guidelines.log",
     params:
         thresholds=get_thresholds,
     message:
         "guidelines {wildcards.study}: threshold rules over the tables and the model"
-    script:
-        "../scripts/compute_guidelines.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
+        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in model={input.model:q}"
+        " --param thresholds={params.thresholds:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"

@@ -18,6 +18,8 @@ try:
     plan.validate_config(config, source=_CONFIG_FILES, overrides=dict(workflow.config_settings.config))
 except plan.ConfigError as e:
     raise WorkflowError(str(e)) from None
+for _warning in plan.config_warnings(config):
+    logger.warning(f"{_CONFIG_FILES}: {_warning}")
 
 STUDY = config["study"]
 POINTS = plan.build_points(config)  # {id: kan.config.Point}
@@ -26,6 +28,12 @@ POINTS = plan.build_points(config)  # {id: kan.config.Point}
 PYTHON = sys.executable
 LAUNCHER = str(SCRIPTS / "launch_point.py")
 PYKAN_ENV = str(SCRIPTS / "pykan_env.py")
+SCRIPTS_DIR = str(SCRIPTS)
+# the analysis's write_plan step plans the same points from this config; their digest is the rule's
+# param (the plan changed -> the analysis runs again), the config text is not (a report setting
+# would otherwise re-plan; the rules that read report settings have them as params)
+STUDY_CONFIG_JSON = json.dumps(config, sort_keys=True, separators=(",", ":"))
+POINTS_DIGEST = plan.points_digest(POINTS)
 LAUNCH = plan.launch_settings(config)
 LAUNCH_JSON = json.dumps(LAUNCH.to_json(), separators=(",", ":"))
 LIMITS_JSON = json.dumps(plan.limits(config).to_json(), separators=(",", ":"))
@@ -33,7 +41,16 @@ SNAKEMAKE_PID = os.getpid()
 # Used as a module (`module kanscale: ...; use rule * from kanscale`), this file runs in the module's
 # namespace, but Snakemake formats shell commands with the main workflow's globals: hand it the
 # values the shell commands use (they are not params: params would re-run points, see above)
-SHELL_GLOBALS = ("PYTHON", "LAUNCHER", "PYKAN_ENV", "LAUNCH_JSON", "LIMITS_JSON", "SNAKEMAKE_PID")
+SHELL_GLOBALS = (
+    "PYTHON",
+    "LAUNCHER",
+    "PYKAN_ENV",
+    "LAUNCH_JSON",
+    "LIMITS_JSON",
+    "SNAKEMAKE_PID",
+    "SCRIPTS_DIR",
+    "STUDY_CONFIG_JSON",
+)
 _main_globals = workflow.modifier_stack[0].globals
 if _main_globals is not globals():
     for _name in SHELL_GLOBALS:
@@ -88,9 +105,10 @@ def get_point_benchmarks(wildcards):
     return [f"results/{wildcards.study}/benchmarks/{pid}.tsv" for pid in MEASURED]
 
 
-def get_planned_points(wildcards):
-    """Every planned point as JSON (what collect needs to list missing and running ones)."""
-    return [POINTS[pid].to_json() for pid in POINTS]
+def as_json(value):
+    """A param as the JSON text its script's --param reads (sorted keys: the same value gives the
+    same text, and Snakemake re-runs a job whose params changed)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def get_running_points(wildcards):
@@ -102,7 +120,7 @@ def get_running_points(wildcards):
             claim = claims.read(claim_path)
             if pid not in running and claim is not None and claims.is_live(claim, claim_path):
                 running[pid] = claim.describe()
-    return running
+    return as_json(running)
 
 
 def get_runtime(wildcards):

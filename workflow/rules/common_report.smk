@@ -1,5 +1,6 @@
 # The get_* helpers of the analysis and report rules (common.smk holds those of the measurement):
 # thresholds, compared studies, expectations, and the outputs `snakemake --report` carries.
+# Every param a script reads is JSON text (its --param NAME=JSON; scaling/io.py step_args).
 import hashlib
 
 from scaling.compare import compare_files
@@ -11,7 +12,16 @@ def get_thresholds(wildcards):
     """The config's report section without what is no threshold of the analysis (the reference
     choice, the compared studies, the expectations): it is a param of these rules, so editing
     report.expect or report.compare re-runs only the rules that read them."""
-    return {k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")}
+    return as_json({k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")})
+
+
+def get_config_json(wildcards):
+    """The whole study config (the report's Method and provenance show it)."""
+    return as_json(config)
+
+
+def get_study_name(wildcards):
+    return as_json(wildcards.study)
 
 
 def report_table(path, name):
@@ -24,27 +34,31 @@ def report_table(path, name):
     )
 
 
-def get_compare_folders(wildcards):
+def compare_folders():
     """report.compare: other studies' results folders, relative to the working directory."""
     return config["report"].get("compare") or []
+
+
+def get_compare_folders(wildcards):
+    return as_json(compare_folders())
 
 
 def get_compare_inputs(wildcards):
     """Every file of the compared folders the report reads, so a change there re-renders it; a
     missing or foreign folder stops the run with the key and the folder."""
     try:
-        return compare_files(get_compare_folders(wildcards))
+        return compare_files(compare_folders())
     except ValueError as e:
         raise WorkflowError(str(e)) from None
 
 
 def get_expectations(wildcards):
-    return config["report"].get("expect") or []
+    return as_json(config["report"].get("expect") or [])
 
 
 def get_reference_name(wildcards):
     """The config's report.reference: 'seed-paper-a100' or 'none' (the scripts resolve the folder)."""
-    return config["report"]["reference"]
+    return as_json(config["report"]["reference"])
 
 
 def get_template_digest(wildcards):

@@ -1,6 +1,6 @@
 # Tables -> figures -> expectations -> the self-contained HTML report. Figures, tables and the page
 # are registered with report(), so `snakemake --report report.zip` carries them with captions
-# (workflow/report/*.rst).
+# (workflow/report/*.rst). The steps run as quoted shell commands (analyze.smk says why).
 #
 # No absolute path goes into a rule's input or params: Snakemake re-runs a job whose recorded
 # inputs or params changed, and an absolute path changes when the checkout moves. The scripts find
@@ -14,10 +14,10 @@ rule plot_figures:
         model_size=rules.compute_tables.output.model_size,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         loss_curves=rules.collect_measurements.output.loss_curves,
-        model=rules.fit_model.output[0],
+        model=rules.fit_model.output.model,
         compare=get_compare_inputs,
     output:
-        report(
+        plots=report(
             directory("results/{study}/plots"),
             patterns=["{name}.png"],
             caption="../report/figure.rst",
@@ -29,11 +29,17 @@ rule plot_figures:
     params:
         reference=get_reference_name,
         thresholds=get_thresholds,
+        study=get_study_name,
         compare=get_compare_folders,
     message:
         "figures {wildcards.study}: speedup, efficiency, loss curves, weak, comm, all-reduce, model size"
-    script:
-        "../scripts/plot_figures.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
+        " --in comm={input.comm:q} --in model_size={input.model_size:q}"
+        " --in allreduce_sizes={input.allreduce_sizes:q} --in loss_curves={input.loss_curves:q}"
+        " --in model={input.model:q} --param reference={params.reference:q}"
+        " --param thresholds={params.thresholds:q} --param study={params.study:q}"
+        " --param compare={params.compare:q} --out plots={output.plots:q} > {log:q} 2>&1"
 
 
 rule evaluate_expectations:
@@ -43,9 +49,9 @@ rule evaluate_expectations:
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
-        model=rules.fit_model.output[0],
+        model=rules.fit_model.output.model,
     output:
-        report(
+        expectations=report(
             "results/{study}/expectations.json",
             caption="../report/expectations.rst",
             category="Tables",
@@ -57,8 +63,11 @@ rule evaluate_expectations:
         expect=get_expectations,
     message:
         "expectations {wildcards.study}: report.expect -> pass / fail / inconclusive / not measured"
-    script:
-        "../scripts/evaluate_expectations.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/evaluate_expectations.py --in strong={input.strong:q} --in weak={input.weak:q}"
+        " --in comm={input.comm:q} --in model_size={input.model_size:q}"
+        " --in allreduce_sizes={input.allreduce_sizes:q} --in model={input.model:q}"
+        " --param expect={params.expect:q} --out expectations={output.expectations:q} > {log:q} 2>&1"
 
 
 rule render_report:
@@ -70,14 +79,14 @@ rule render_report:
         model_size=rules.compute_tables.output.model_size,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         fits=rules.compute_tables.output.fits,
-        model=rules.fit_model.output[0],
+        model=rules.fit_model.output.model,
         provenance=rules.compute_tables.output.provenance,
-        figures=rules.plot_figures.output[0],
-        guidelines=rules.compute_guidelines.output[0],
-        expectations=rules.evaluate_expectations.output[0],
+        figures=rules.plot_figures.output.plots,
+        guidelines=rules.compute_guidelines.output.guidelines,
+        expectations=rules.evaluate_expectations.output.expectations,
         compare=get_compare_inputs,
     output:
-        report(
+        report=report(
             "reports/{study}/report.html",
             caption="../report/report_html.rst",
             category="Report",
@@ -86,11 +95,17 @@ rule render_report:
     log:
         "results/{study}/logs/render_report.log",
     params:
-        config=config,
+        config=get_config_json,
         reference=get_reference_name,
         compare=get_compare_folders,
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
-    script:
-        "../scripts/render_report.py"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/render_report.py --in points={input.points:q} --in strong={input.strong:q}"
+        " --in weak={input.weak:q} --in comm={input.comm:q} --in model_size={input.model_size:q}"
+        " --in allreduce_sizes={input.allreduce_sizes:q} --in fits={input.fits:q} --in model={input.model:q}"
+        " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
+        " --in expectations={input.expectations:q} --param config={params.config:q}"
+        " --param reference={params.reference:q} --param compare={params.compare:q}"
+        " --out report={output.report:q} > {log:q} 2>&1"

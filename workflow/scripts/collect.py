@@ -1,18 +1,18 @@
-"""Snakemake script: point records -> results/<study>/{measurements,loss_curves,allreduce}.csv (tidy)."""
+"""Workflow step: the planned points and their records -> results/<study>/{measurements,loss_curves,allreduce}.csv (tidy)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.io import write_csv  # noqa: E402
+from scaling.io import read_json, step_args, write_csv  # noqa: E402
 from scaling.tidy import collect, read_job_wall  # noqa: E402
 
 
-def main(points: list[dict], record_paths: list[str], benchmark_paths: list[str], running: dict,
-         out: dict) -> None:
-    paths = {Path(p).stem: p for p in record_paths}
-    walls = {Path(p).stem: read_job_wall(p) for p in benchmark_paths}
-    tables = collect(points, paths, running, walls, points_dir=Path(out["measurements"]).parent / "points")
+def main(points: list[dict], running: dict, points_dir: str, benchmarks_dir: str, out: dict) -> None:
+    """Every planned point's state from its record in `points_dir` (a running one's is not read) and
+    its job's wall time from Snakemake's benchmark file in `benchmarks_dir`."""
+    walls = {p["id"]: read_job_wall(Path(benchmarks_dir) / f"{p['id']}.tsv") for p in points if p["id"] not in running}
+    tables = collect(points, {}, running, walls, points_dir=Path(points_dir))
     for name, df in tables.items():
         write_csv(df, out[name])
     counts = tables["measurements"]["status"].value_counts().to_dict()
@@ -20,7 +20,5 @@ def main(points: list[dict], record_paths: list[str], benchmark_paths: list[str]
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        main(snakemake.params.points, list(snakemake.input.records), list(snakemake.input.benchmarks),  # noqa: F821
-             dict(snakemake.params.running), dict(snakemake.output.items()))  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main(read_json(inp["planned"]), params["running"], inp["points_dir"], inp["benchmarks_dir"], out)

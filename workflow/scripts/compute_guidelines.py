@@ -1,11 +1,11 @@
-"""Snakemake script: the scaling tables and model.json -> guidelines.json (rules, texts, cited numbers)."""
+"""Workflow step: the scaling tables and model.json -> guidelines.json (rules, texts, cited numbers)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.guidelines import compute_guidelines  # noqa: E402
-from scaling.io import read_json, read_tables, write_json  # noqa: E402
+from scaling.io import read_json, read_tables, step_args, write_json  # noqa: E402
 
 
 def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
@@ -16,8 +16,6 @@ def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        inp = snakemake.input  # noqa: F821
-        main({k: inp[k] for k in ("strong", "weak", "comm", "model_size")}, inp.model,
-             snakemake.params.thresholds, snakemake.output[0])  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main({k: inp[k] for k in ("strong", "weak", "comm", "model_size")}, inp["model"], params["thresholds"],
+         out["guidelines"])

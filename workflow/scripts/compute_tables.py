@@ -1,29 +1,29 @@
-"""Snakemake script: measurements.csv, loss_curves.csv, allreduce.csv (+ the raw records, read only)
+"""Workflow step: measurements.csv, loss_curves.csv, allreduce.csv (+ the raw records, read only)
 -> the scaling tables, points.csv, allreduce_sizes.csv, fits.json and provenance.json."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.io import TABLES, read_csv, write_csv, write_json  # noqa: E402
+from scaling.io import TABLES, read_csv, step_args, write_csv, write_json  # noqa: E402
 from scaling.provenance import provenance  # noqa: E402
 from scaling.tables import compute_tables  # noqa: E402
 from scaling.tidy import read_record  # noqa: E402
 
 
-def main(inputs: dict, records: list[str], thresholds: dict, out: dict) -> None:
-    tables = compute_tables(read_csv(inputs["measurements"]), read_csv(inputs["loss_curves"]),
-                            read_csv(inputs["allreduce"]), thresholds)
+def main(inputs: dict, points_dir: str, thresholds: dict, out: dict) -> None:
+    measurements = read_csv(inputs["measurements"])
+    tables = compute_tables(measurements, read_csv(inputs["loss_curves"]), read_csv(inputs["allreduce"]), thresholds)
     for name in TABLES:
         write_csv(tables[name], out[name])
     write_json(tables["fits"], out["fits"])
-    write_json(provenance([read_record(p) for p in records]), out["provenance"])
+    # the records collect read: every point with a record (not missing, not still running)
+    measured = measurements.loc[~measurements["status"].isin(["missing", "running"]), "point_id"] \
+        if len(measurements) else []
+    write_json(provenance([read_record(Path(points_dir) / f"{pid}.json") for pid in measured]), out["provenance"])
     print({name: len(tables[name]) for name in TABLES}, file=sys.stderr)
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        inp = snakemake.input  # noqa: F821
-        main({k: inp[k] for k in ("measurements", "loss_curves", "allreduce")}, list(inp.records),
-             snakemake.params.thresholds, dict(snakemake.output.items()))  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main(inp, inp["points_dir"], params["thresholds"], out)

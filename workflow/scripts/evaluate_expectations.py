@@ -1,4 +1,4 @@
-"""Snakemake script: the scaling tables and model.json + the config's report.expect ->
+"""Workflow step: the scaling tables and model.json + the config's report.expect ->
 results/<study>/expectations.json (pass / fail / inconclusive / not measured per expectation)."""
 
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.expectations import evaluate, validate_expectations  # noqa: E402
-from scaling.io import read_tables, write_json  # noqa: E402
+from scaling.io import read_tables, step_args, write_json  # noqa: E402
 
 
 def main(tables: dict, expect: list, out: str) -> None:
@@ -17,6 +17,5 @@ def main(tables: dict, expect: list, out: str) -> None:
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        main(dict(snakemake.input.items()), snakemake.params.expect, snakemake.output[0])  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main(inp, params["expect"], out["expectations"])

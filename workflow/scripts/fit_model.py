@@ -1,4 +1,4 @@
-"""Snakemake script: measurements.csv + allreduce.csv -> model.json (the performance model: fitted
+"""Workflow step: measurements.csv + allreduce.csv -> model.json (the performance model: fitted
 terms with CIs, leave-one-world-size-out validation, predictions, a recommendation per model)."""
 
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.columns import clean, clean_allreduce  # noqa: E402
-from scaling.io import read_csv, write_json  # noqa: E402
+from scaling.io import read_csv, step_args, write_json  # noqa: E402
 from scaling.perfmodel import build_model  # noqa: E402
 
 
@@ -21,7 +21,5 @@ def main(measurements: str, allreduce: str, thresholds: dict, out: str) -> None:
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        main(snakemake.input.measurements, snakemake.input.allreduce, snakemake.params.thresholds,  # noqa: F821
-             snakemake.output[0])  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main(inp["measurements"], inp["allreduce"], params["thresholds"], out["model"])

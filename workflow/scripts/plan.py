@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import re
 import math
 from pathlib import Path
@@ -211,6 +212,17 @@ def validate_config(config: dict, source: str = "config", schema: dict | None = 
     return config
 
 
+def config_warnings(cfg: dict) -> list[str]:
+    """What a valid config does that its author may not expect, one line each (the workflow logs
+    them at start, `make check` prints them)."""
+    m, out = cfg["model"], []
+    others = [b for b in m["basis"] if b != "bspline"]
+    if "pykan" in m["impl"] and others:
+        out.append(f"model.basis {others}: pykan has B-spline edges only, so its points use bspline; "
+                   f"{', '.join(others)} run for impl kanscale only")
+    return out
+
+
 def _world(topo: dict) -> int:
     return topo["nodes"] * topo["gpus_per_node"]
 
@@ -301,6 +313,10 @@ def _semantic_problems(cfg: dict) -> list[tuple[str, str]]:
                             f"{topo['nodes']} x {topo['gpus_per_node']} is the same placement as "
                             f"topologies[{seen[key]}]; list each placement once (repeats: measures it again)"))
             seen.setdefault(key, i)
+    m = cfg["model"]
+    if "pykan" in m["impl"] and "bspline" not in m["basis"]:
+        out.append(("model.basis", f"{m['basis']} has no basis pykan has: impl pykan is B-spline only (allowed for "
+                                   f"pykan: 'bspline'); add bspline to model.basis, or take pykan out of model.impl"))
     lo, hi = cfg["model"]["grid_range"]
     if not hi > lo:
         out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
@@ -441,6 +457,15 @@ def build_points(cfg: dict) -> dict[str, Point]:
     return _plan_points(cfg, parts)
 
 
+def points_json(points: dict[str, Point]) -> str:
+    """The planned points as one JSON text, one point per line (results/<study>/plan/points.json)."""
+    return "[\n" + ",\n".join(json.dumps(p.to_json(), sort_keys=True) for p in points.values()) + "\n]\n"
+
+
+def points_digest(points: dict[str, Point]) -> str:
+    return hashlib.sha256(points_json(points).encode()).hexdigest()[:16]
+
+
 def launch_settings(cfg: dict) -> LaunchSettings:
     return LaunchSettings(**_kwargs(cfg, LaunchSettings))
 
@@ -468,7 +493,7 @@ def _merge(base: dict, top: dict) -> None:
 # ---- cost: estimates and derived time limits ----------------------------------------------------
 
 # the rules that turn records into the report (what `make report` may run; never measure_point)
-ANALYSIS_RULES = ("collect_measurements", "compute_tables", "fit_model", "compute_guidelines", "plot_figures",
+ANALYSIS_RULES = ("write_plan", "collect_measurements", "compute_tables", "fit_model", "compute_guidelines", "plot_figures",
                   "evaluate_expectations", "render_report", "all")
 DEFAULT_OVERHEAD_S = 30.0  # start-up + teardown of a point when no measured job says otherwise
 ESTIMATE_RULE = ("minutes = (steps x median synced step time of ok records with the same model, placement, "

@@ -1,4 +1,4 @@
-"""Snakemake script: the scaling tables, loss curves and model.json (of this study and of the studies
+"""Workflow step: the scaling tables, loss curves and model.json (of this study and of the studies
 in report.compare) -> results/<study>/plots/ (PNG figures + figures.json)."""
 
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.columns import clean_curves  # noqa: E402
 from scaling.compare import read_studies  # noqa: E402
-from scaling.io import read_tables  # noqa: E402
+from scaling.io import read_tables, step_args  # noqa: E402
 from scaling.plots import load_reference, plot_figures  # noqa: E402
 
 
@@ -25,9 +25,5 @@ def main(inputs: dict, folder: str, reference: str | None, thresholds: dict, stu
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        inp = snakemake.input  # noqa: F821
-        main({k: inp[k] for k in ("strong", "weak", "comm", "model_size", "allreduce_sizes", "loss_curves", "model")},
-             snakemake.output[0], snakemake.params.reference, snakemake.params.thresholds,  # noqa: F821
-             snakemake.wildcards.study, snakemake.params.compare)  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main(inp, out["plots"], params["reference"], params["thresholds"], params["study"], params["compare"])

@@ -1,4 +1,4 @@
-"""Snakemake script: tables, model, figures, guidelines, expectations and provenance (of this study
+"""Workflow step: tables, model, figures, guidelines, expectations and provenance (of this study
 and of the studies in report.compare) -> reports/<study>/report.html."""
 
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.compare import read_studies  # noqa: E402
-from scaling.io import read_json, read_tables, write_text  # noqa: E402
+from scaling.io import read_json, read_tables, step_args, write_text  # noqa: E402
 from scaling.plots import load_reference  # noqa: E402
 from scaling.render import render_report  # noqa: E402
 
@@ -25,9 +25,6 @@ def main(tables: dict, figures: str, guidelines: str, provenance: str, config: d
 
 
 if __name__ == "__main__":
-    with open(snakemake.log[0], "w") as log:  # noqa: F821
-        sys.stderr = log
-        inp = snakemake.input  # noqa: F821
-        main({k: inp[k] for k in TABLES}, inp.figures, inp.guidelines, inp.provenance, snakemake.params.config,  # noqa: F821
-             snakemake.params.reference, snakemake.output[0], inp.expectations,  # noqa: F821
-             snakemake.params.compare)  # noqa: F821
+    inp, params, out = step_args(__doc__)
+    main({k: inp[k] for k in TABLES}, inp["figures"], inp["guidelines"], inp["provenance"], params["config"],
+         params["reference"], out["report"], inp["expectations"], params["compare"])

@@ -5,11 +5,13 @@ snakemake's lock or runs a point, so all are safe while the study runs.
     python workflow/scripts/study.py plan   CONFIG [--profile profiles/slurm] cost preview -> results/<study>/plan.csv
     python workflow/scripts/study.py status CONFIG                            done / failed / running / pending ...
     python workflow/scripts/study.py report CONFIG                            reports/<study>/report.html now
+    python workflow/scripts/study.py where  CONFIG                            the path of that report
 
-(`make check|plan|status|report CONFIG=...` call these.) `report` renders from the records that
-exist now: it runs the workflow's own analysis and report rules with Snakemake in a scratch folder
-whose results/<study>/points is the study's, with `partial=true` (points without a record are shown
-as missing, running or pending and are not measured), then copies the page into place atomically.
+(`make check|plan|status|report CONFIG=...` call these; `make demo` calls `where` after its run.)
+`report` renders from the records that exist now: it runs the workflow's own analysis and report
+rules with Snakemake in a scratch folder whose results/<study>/points is the study's, with
+`partial=true` (points without a record are shown as missing, running or pending and are not
+measured), then copies the page into place atomically.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -192,7 +194,7 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         cfg_file = scratch / "study.yaml"
         write_text(cfg_file, yaml.safe_dump({**cfg, "partial": True}, sort_keys=False))
         target = f"reports/{study}/report.html"
-        cmd = [str(Path(sys.executable).with_name("snakemake")), "-s", str(ROOT / "Snakefile"), "-d", str(scratch),
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(scratch),
                "--configfile", str(cfg_file), "--cores", "2", "--allowed-rules", *plan.ANALYSIS_RULES, "--", target]
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch)
         if res.returncode != 0:
@@ -212,8 +214,17 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_where(args) -> int:
+    """Where the study's report is (make demo prints it after the run)."""
+    cfg = load(args)
+    print(f"Report: {(Path('reports') / cfg['study'] / 'report.html').resolve()}")
+    return 0
+
+
 def cmd_check(args) -> int:
     cfg = load(args)
+    for warning in plan.config_warnings(cfg):
+        print(f"{args.configfile}: warning: {warning}", file=sys.stderr)
     print(f"{args.configfile}: ok, study {cfg['study']}, {len(plan.build_points(cfg))} points")
     return 0
 
@@ -221,7 +232,7 @@ def cmd_check(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    for name in ("check", "plan", "status", "report"):
+    for name in ("check", "plan", "status", "report", "where"):
         p = sub.add_parser(name)
         p.add_argument("configfile", help="the study config (YAML)")
         p.add_argument("--config", nargs="*", metavar="KEY=VALUE", help="overrides, as snakemake --config")
@@ -230,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="the profile whose retries count for the worst case")
     args = ap.parse_args(argv)
     try:
-        return {"check": cmd_check, "plan": cmd_plan, "status": cmd_status, "report": cmd_report}[args.command](args)
+        commands = {"check": cmd_check, "plan": cmd_plan, "status": cmd_status, "report": cmd_report,
+                    "where": cmd_where}
+        return commands[args.command](args)
     except plan.ConfigError as e:
         print(e, file=sys.stderr)
         return 1

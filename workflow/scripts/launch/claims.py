@@ -71,8 +71,14 @@ def live_claims(attempts: Path) -> list[tuple[Path, Claim]]:
 
 
 def read(path: Path) -> Claim | None:
+    """The claim in `path`, or None: no file, a half-written one, or one another user wrote (a claim
+    names a pid that snakemake's SIGTERM handler signals, so only this user's claims count; one in a
+    group-writable project folder written by someone else is treated as stale, SECURITY.md)."""
     try:
-        return Claim(**json.loads(path.read_text()))
+        with open(path) as f:
+            if os.fstat(f.fileno()).st_uid != os.geteuid():
+                return None
+            return Claim(**json.loads(f.read()))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError):

@@ -2,8 +2,9 @@
 interpreter: the point's overhead drops by the trainer's import time (~3.6 s on the 2-core test
 machine, BENCHMARKS.md). The first point of a run starts the server and waits for its imports like
 a fresh trainer would; later points (of any study with the same interpreter, kan sources and
-thread settings) fork in milliseconds. Anything unusual falls back to a fresh interpreter: the
-warm path is an optimisation, never a requirement.
+environment) fork in milliseconds. Anything unusual falls back to a fresh interpreter: the warm
+path is an optimisation, never a requirement. The server serves only this user: kan/warm.py says
+how (a private socket directory, the peer's uid, a narrow request) and SECURITY.md why.
 
 Only `python -m kan.train` of this interpreter on device cpu is sent (pykan runs in its own
 environment; CUDA must not be initialised in a process that forks). On Slurm every point is its
@@ -22,63 +23,83 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from kan import config as kan_config
+from kan import warm as server
 
 KAN_DIR = Path(kan_config.__file__).resolve().parent
-# what a trainer's interpreter and libraries read when they load (module search path, OpenMP, MKL,
-# numba's pool size, preloads): a server is started with the point's values of these and serves only
-# points with the same values, so a forked trainer's libraries start as a fresh one's would
-IMPORT_TIME_PREFIXES = ("PYTHON", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TORCH_", "LD_PRELOAD",
-                        "LD_LIBRARY_PATH")
-# per-rank values the launcher adds: read at run time, not at import, and never part of the key
-PER_RANK_PREFIXES = ("RANK", "LOCAL_", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_")
 # the server waits for its imports before answering (3.6 s idle on 2 cores, far longer under load);
 # past this the launcher gives up on it and starts a fresh interpreter
 START_TIMEOUT_S = 90.0
 IDLE_S = 60.0
 SERVER_UP_S = 5.0  # a started server binds its socket within milliseconds; past this, start fresh
+# what the client sets for the server process only; the trainer gets the launcher's values back
+# (kan/warm.py child_env). OPENBLAS_NUM_THREADS=1 keeps the server single-threaded (kan/warm.py
+# says why); the padding is room for the children's process titles (their kan.train command lines,
+# ~1 KB), which setproctitle writes over the server's argv + environment block
+SERVER_SETTINGS = {"OPENBLAS_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+TITLE_ROOM = "." * 8192
 
 
 def eligible(cmd: list[str], device: str) -> bool:
     return (sys.platform.startswith("linux") and device == "cpu" and cmd[:3] == [sys.executable, "-m", "kan.train"])
 
 
-def server_name(env: dict) -> str:
-    """One server per interpreter, torch build, kan source tree and import-time environment."""
+def split_env(env: dict) -> tuple[dict, dict]:
+    """(the server's environment, the request's per-rank keys): a request carries only
+    kan/warm.py's REQUEST_ENV; everything else the trainer reads comes from the server."""
+    request = {k: v for k, v in env.items() if k in server.REQUEST_ENV}
+    return {k: v for k, v in env.items() if k not in server.REQUEST_ENV}, request
+
+
+def server_key(env: dict) -> str:
+    """One server per interpreter, torch build, kan source tree and environment (all of it but the
+    per-rank keys: the trainer runs with the server's environment, so a launcher with another PATH,
+    thread setting or module path must get another server)."""
     h = hashlib.sha1()
     spec = importlib.util.find_spec("torch")
     origin = Path(spec.origin) if spec and spec.origin else None
     h.update(f"{sys.executable}\0{origin}\0{origin.stat().st_mtime_ns if origin else 0}\0".encode())
     for path in sorted(KAN_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
-    for key in sorted(k for k in env if k.startswith(IMPORT_TIME_PREFIXES)):
-        h.update(f"{key}={env[key]}\0".encode())
-    return f"kanscale-warm-{os.getuid()}-{h.hexdigest()[:16]}"
+    base, _ = split_env(env)
+    for key in sorted(base):
+        h.update(f"{key}={base[key]}\0".encode())
+    return h.hexdigest()[:16]
 
 
-def _connect(name: str) -> socket.socket | None:
+def socket_path(env: dict) -> Path:
+    """The server's socket in this user's private directory (kan/warm.py private_dir)."""
+    return server.private_dir(env) / f"warm-{server_key(env)}.sock"
+
+
+def _connect(path: Path, say) -> socket.socket | None:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.connect("\0" + name)
-        return s
+        s.connect(str(path))
     except OSError:
         s.close()
         return None
+    pid, uid = server.peer_uid(s)
+    if uid != os.geteuid():  # the directory is private: only a misconfigured system gets here
+        s.close()
+        say(f"warm start: {path} is served by uid {uid} (pid {pid}), not by this user")
+        return None
+    return s
 
 
-def _start_server(name: str, env: dict) -> None:
-    log = Path(tempfile.gettempdir()) / f"{name}.log"
-    server_env = {k: v for k, v in env.items() if not k.startswith(PER_RANK_PREFIXES)}
-    # OPENBLAS_NUM_THREADS=1: a single-threaded server (kan/warm.py says why). KANSCALE_WARM_ROOM: the
-    # children's process titles (their full kan.train command lines, ~1 KB) are written over the
-    # server's argv + environment block, which must be long enough
-    server_env.update(OPENBLAS_NUM_THREADS="1", PYTHONUNBUFFERED="1", KANSCALE_WARM_ROOM="." * 8192)
-    with open(log, "ab") as out:
-        subprocess.Popen([sys.executable, "-m", "kan.warm", f"--name={name}", f"--idle-s={IDLE_S}"], env=server_env,
+def _start_server(path: Path, env: dict) -> None:
+    base, _ = split_env(env)
+    orig = {k: base.get(k) for k in SERVER_SETTINGS}
+    server_env = {**base, **SERVER_SETTINGS, server.SERVER_ONLY_ENV + "ORIG": json.dumps(orig),
+                  server.SERVER_ONLY_ENV + "ROOM": TITLE_ROOM}
+    # the log sits beside the socket, in the private directory (no file of a shared /tmp is opened)
+    fd = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "ab") as out:
+        subprocess.Popen([sys.executable, "-m", "kan.warm", f"--socket={path}", f"--idle-s={IDLE_S}"], env=server_env,
                          cwd=str(KAN_DIR.parent), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                          start_new_session=True, close_fds=True)
 
@@ -129,22 +150,28 @@ class WarmProc:
         return self.returncode
 
 
-def start(cmd: list[str], env: dict, cwd: str | None = None, say=print, name: str | None = None) -> WarmProc | None:
+def start(cmd: list[str], env: dict, cwd: str | None = None, say=print, path: Path | None = None) -> WarmProc | None:
     """Fork `cmd` (python -m kan.train ...) in the warm server, or None: then start it fresh."""
-    name = name or server_name(env)
-    conn = _connect(name)
+    try:
+        path = path or socket_path(env)
+    except (OSError, server.UnsafeDirError) as e:
+        say(f"warm start: no private directory for the server ({e}); starting a fresh interpreter")
+        return None
+    conn = _connect(path, say)
     if conn is None:
-        _start_server(name, env)
+        _start_server(path, env)
         end = time.monotonic() + SERVER_UP_S
         while conn is None and time.monotonic() < end:  # the server binds its socket first thing
             time.sleep(0.02)
-            conn = _connect(name)
+            conn = _connect(path, say)
         if conn is None:
             say("warm start: the server did not come up; starting a fresh interpreter")
             return None
+    _, request_env = split_env(env)
     read_fd, write_fd = os.pipe()
     try:
-        body = json.dumps({"python": cmd[0], "args": cmd[3:], "env": env, "cwd": cwd or os.getcwd()}).encode()
+        body = json.dumps({"python": cmd[0], "args": cmd[3:], "env": request_env,
+                           "cwd": os.path.abspath(cwd or os.getcwd())}).encode()
         socket.send_fds(conn, [struct.pack("!I", len(body))], [write_fd])
         conn.sendall(body)
         conn.settimeout(START_TIMEOUT_S)

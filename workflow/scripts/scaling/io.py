@@ -1,7 +1,9 @@
-"""Atomic writes (temp file in the same folder, then rename) and reading the tables back."""
+"""Atomic writes (temp file in the same folder, then rename), reading the tables back, and the
+command line of the workflow's steps (`step_args`)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -60,3 +62,32 @@ def read_tables(paths: dict[str, str | Path]) -> dict:
     for name, path in paths.items():
         out[name] = read_json(path) if name in JSON_TABLES else read_csv(path)
     return out
+
+
+def step_args(description: str, argv: list[str] | None = None) -> tuple[dict, dict, dict]:
+    """(inputs, params, outputs) of one workflow step, from its command line:
+
+        --in NAME=PATH  (repeated)   --param NAME=JSON  (repeated)   --out NAME=PATH  (repeated)
+
+    The rules run every script through a quoted `shell:` command instead of Snakemake's `script:`,
+    which starts the interpreter by its unquoted path and so breaks in a checkout whose path has a
+    space (snakemake issue 2645); one argument may hold 128 KiB on Linux, so no list of record
+    paths travels this way (the scripts find the records in their folders)."""
+    ap = argparse.ArgumentParser(description=description)
+    for flag in ("--in", "--param", "--out"):
+        ap.add_argument(flag, action="append", default=[], metavar="NAME=" + ("JSON" if flag == "--param" else "PATH"))
+    a = ap.parse_args(argv)
+
+    def pairs(items: list[str], flag: str, parse) -> dict:
+        out = {}
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                ap.error(f"{flag} {item!r}: expected NAME=VALUE")
+            try:
+                out[name] = parse(value)
+            except ValueError as e:
+                ap.error(f"{flag} {name}: not JSON ({e})")
+        return out
+
+    return pairs(a.__dict__["in"], "--in", str), pairs(a.param, "--param", json.loads), pairs(a.out, "--out", str)
