@@ -29,8 +29,10 @@ if not workflow.overwrite_configfiles:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/common_report.smk"
+include: "workflow/rules/common_looks.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/analyze.smk"
+include: "workflow/rules/looks.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -38,6 +40,8 @@ include: "workflow/rules/report.smk"
 localrules:
     all,
     make_pykan_env,
+    write_plan,
+    look,
     collect_measurements,
     compute_tables,
     fit_model,
@@ -62,4 +66,4 @@ onerror:
 rule all:
     default_target: True
     input:
-        get_final_output(),
+        get_final_output,

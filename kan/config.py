@@ -327,14 +327,22 @@ class Point:
 
     @property
     def id(self) -> str:
+        return self._name(f"r{self.rep}")
+
+    @property
+    def family(self) -> str:
+        """The id without the repeat: every repeat of this point shares it (adaptive repeats add to a family)."""
+        return self._name("")
+
+    def _name(self, rep: str) -> str:
         digest = hashlib.sha1(json.dumps(self.measured(), sort_keys=True).encode()).hexdigest()[:8]
         p = self.placement
         where = f"n{p.nodes}g{p.gpus_per_node}"
         if self.experiment == "allreduce":
-            return f"allreduce-{where}-r{self.rep}-{digest}"
+            return "-".join(filter(None, ("allreduce", where, rep, digest)))
         model = self.model.label + ("" if self.train.ddp else "_noddp")
         widths = "x".join(map(str, self.model.widths))
-        return f"{self.experiment}-{model}-{widths}-{where}-r{self.rep}-{digest}"
+        return "-".join(filter(None, (self.experiment, model, widths, where, rep, digest)))
 
     # ---- JSON ----
     def to_json(self) -> dict:

@@ -24,6 +24,7 @@ rule write_plan:
 rule collect_measurements:
     input:
         planned=rules.write_plan.output.points,
+        looks=get_last_look,
         # the DAG's edges; the script finds the records and benchmark files in their folders
         records=get_point_records,
         benchmarks=get_point_benchmarks,
@@ -35,10 +36,13 @@ rule collect_measurements:
         "results/{study}/logs/collect_measurements.log",
     params:
         running=get_running_points,
+        repeats=get_repeats,
+        requested=get_last_look_path,
     message:
         "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py --in planned={input.planned:q}"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py --in planned={input.planned:q} --param repeats={params.repeats:q}"
+        " --param requested={params.requested:q}"
         " --in points_dir=results/{wildcards.study}/points --in benchmarks_dir=results/{wildcards.study}/benchmarks"
         " --param running={params.running:q} --out measurements={output.measurements:q}"
         " --out loss_curves={output.loss_curves:q} --out allreduce={output.allreduce:q} > {log:q} 2>&1"

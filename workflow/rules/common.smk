@@ -79,9 +79,8 @@ def _running_on_slurm():
 RUNNING = _running_on_slurm()
 # partial (make report): only the points that have a record file now; nothing is measured
 PARTIAL = config["partial"]
-MEASURED = [
-    pid for pid in POINTS if pid not in RUNNING and (not PARTIAL or Path(f"results/{STUDY}/points/{pid}.json").exists())
-]
+# repeats: fixed, or adaptive (looks.smk adds repeats between the looks; POINTS has every repeat up to max)
+REPEATS = plan.repeat_plan(config)
 RUNTIMES = plan.point_runtimes(config, POINTS)
 
 
@@ -90,19 +89,32 @@ wildcard_constraints:
     point="|".join(map(re.escape, POINTS)) if POINTS else "^$",
 
 
-def get_final_output():
+def measured_ids(after_look):
+    """The points whose records the analysis reads once look `after_look` (looks.smk; 0 = none) has
+    added its repeats, without those still running as Slurm jobs of an earlier run; in a partial
+    report, the points with a record now."""
+    if PARTIAL:
+        return [pid for pid in POINTS if pid not in RUNNING and Path(f"results/{STUDY}/points/{pid}.json").exists()]
+    return [pid for pid in requested_ids(after_look) if pid not in RUNNING]
+
+
+def records_of(ids):
+    return [f"results/{STUDY}/points/{pid}.json" for pid in ids]
+
+
+def get_final_output(wildcards):
     # The records are targets themselves: Snakemake does not regenerate a deleted input whose
     # downstream outputs still exist, but a deleted point record must run again.
-    records = [] if PARTIAL else [f"results/{STUDY}/points/{pid}.json" for pid in MEASURED]
+    records = [] if PARTIAL else records_of(measured_ids(LAST_LOOK))
     return records + [f"reports/{STUDY}/report.html"]
 
 
 def get_point_records(wildcards):
-    return [f"results/{wildcards.study}/points/{pid}.json" for pid in MEASURED]
+    return records_of(measured_ids(LAST_LOOK))
 
 
 def get_point_benchmarks(wildcards):
-    return [f"results/{wildcards.study}/benchmarks/{pid}.tsv" for pid in MEASURED]
+    return [f"results/{STUDY}/benchmarks/{pid}.tsv" for pid in measured_ids(LAST_LOOK)]
 
 
 def as_json(value):

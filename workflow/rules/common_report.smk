@@ -12,7 +12,9 @@ def get_thresholds(wildcards):
     """The config's report section without what is no threshold of the analysis (the reference
     choice, the compared studies, the expectations): it is a param of these rules, so editing
     report.expect or report.compare re-runs only the rules that read them."""
-    return as_json({k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")})
+    section = {k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")}
+    # the deciding intervals' level: 1 - alpha / looks (scaling/sequential.py)
+    return as_json({**section, "decision_level": REPEATS.level, "looks": REPEATS.num_looks})
 
 
 def get_config_json(wildcards):

@@ -84,6 +84,7 @@ rule render_report:
         figures=rules.plot_figures.output.plots,
         guidelines=rules.compute_guidelines.output.guidelines,
         expectations=rules.evaluate_expectations.output.expectations,
+        looks=get_last_look,
         compare=get_compare_inputs,
     output:
         report=report(
@@ -98,6 +99,7 @@ rule render_report:
         config=get_config_json,
         reference=get_reference_name,
         compare=get_compare_folders,
+        looks=get_last_look_path,
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
@@ -107,5 +109,5 @@ rule render_report:
         " --in allreduce_sizes={input.allreduce_sizes:q} --in fits={input.fits:q} --in model={input.model:q}"
         " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
         " --in expectations={input.expectations:q} --param config={params.config:q}"
-        " --param reference={params.reference:q} --param compare={params.compare:q}"
+        " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"
         " --out report={output.report:q} > {log:q} 2>&1"

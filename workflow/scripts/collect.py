@@ -5,6 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling.io import read_json, step_args, write_csv  # noqa: E402
+from scaling.repeats import RepeatPlan, requested_points  # noqa: E402
 from scaling.tidy import collect, read_job_wall  # noqa: E402
 
 
@@ -19,6 +20,16 @@ def main(points: list[dict], running: dict, points_dir: str, benchmarks_dir: str
     print(f"{len(tables['measurements'])} points: {counts}", file=sys.stderr)
 
 
+def asked_for(planned: list[dict], repeats: dict, look: str | None) -> list[dict]:
+    """The points the study asks for: with adaptive repeats, the repeats the last look requested
+    (`look`: its file), or the first `min` of each point before any look; else all of them."""
+    plan = RepeatPlan.from_json(repeats)
+    if not plan.adaptive:
+        return planned
+    return requested_points(planned, read_json(look)["requested"] if look else {}, plan)
+
+
 if __name__ == "__main__":
     inp, params, out = step_args(__doc__)
-    main(read_json(inp["planned"]), params["running"], inp["points_dir"], inp["benchmarks_dir"], out)
+    points = asked_for(read_json(inp["planned"]), params["repeats"], params["requested"])
+    main(points, params["running"], inp["points_dir"], inp["benchmarks_dir"], out)

@@ -26,6 +26,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 
 from kan import record as records
+from scaling.repeats import RepeatPlan
 from scaling.expectations import expectation_problems
 from kan.config import (AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, Point, PointError,
                         TrainConfig)
@@ -167,12 +168,32 @@ def _message(err) -> str:
         return f"{where}: unknown key(s) {', '.join(map(repr, extra))}; allowed keys: {', '.join(allowed)}"
     if kind == "not" and "const" in schema.get("not", {}):
         return f"{where}: {value!r} is not allowed ({schema.get('description', '')})".rstrip(" ()")
+    if kind in ("oneOf", "anyOf") and err.context:
+        # the branch written for this kind of value (a mapping, a number) says what is wrong with it
+        branches = schema[kind]
+        fits = [e for e in err.context if _fits_type(branches[e.schema_path[0]].get("type"), value)]
+        if fits:
+            return _message(min(fits, key=lambda e: len(e.schema_path)))
+        kinds = [f"a mapping with keys {', '.join(b.get('properties', {}))}" if b.get("type") == "object"
+                 else f"{b.get('type')}" + (f" >= {b['minimum']}" if "minimum" in b else "") for b in branches]
+        return f"{where}: {value!r} is not allowed; allowed: {' or '.join(kinds)}"
     if kind == "type" and isinstance(value, float) and not math.isfinite(value):
         return f"{where}: {value!r} is not a finite number"
     if kind == "type" and schema.get("type") == "integer" and isinstance(value, float):
         return f"{where}: {value!r} is not an integer (write {int(value)} if you mean it)" \
             if value.is_integer() else f"{where}: {value!r} is not an integer"
     return f"{where}: {err.message}"  # jsonschema's own text already shows the value and the bound
+
+
+def _fits_type(kind, value) -> bool:
+    """Whether a oneOf branch of type `kind` is the one meant for `value` (2.5 is meant for an integer
+    branch: its message says "not an integer")."""
+    kinds = kind if isinstance(kind, list) else [kind]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return any({"integer": number, "number": number,
+                "object": isinstance(value, dict), "array": isinstance(value, list),
+                "string": isinstance(value, str), "boolean": isinstance(value, bool),
+                "null": value is None}.get(k, False) for k in kinds)
 
 
 def _source_of(key_path: list, sources: dict) -> str:
@@ -317,6 +338,10 @@ def _semantic_problems(cfg: dict) -> list[tuple[str, str]]:
     if "pykan" in m["impl"] and "bspline" not in m["basis"]:
         out.append(("model.basis", f"{m['basis']} has no basis pykan has: impl pykan is B-spline only (allowed for "
                                    f"pykan: 'bspline'); add bspline to model.basis, or take pykan out of model.impl"))
+    r = cfg["repeats"]
+    if isinstance(r, dict) and r["max"] < r["min"]:
+        out.append(("repeats.max", f"{r['max']} is below repeats.min = {r['min']}; max is the most repeats a "
+                                   f"point may get, min the first look's"))
     lo, hi = cfg["model"]["grid_range"]
     if not hi > lo:
         out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
@@ -350,8 +375,9 @@ def _semantic_problems(cfg: dict) -> list[tuple[str, str]]:
                 problems.append((f"experiments.model_size.hidden_widths[{i}]",
                                  f"{h} is above limits.max_width = {limits.max_width}; raise limits.max_width in the "
                                  f"study config if your cluster really needs it"))
-        if cfg["repeats"] > limits.max_repeats:
-            problems.append(("repeats", f"{cfg['repeats']} is above limits.max_repeats = {limits.max_repeats}"))
+        rp = repeat_plan(cfg)
+        if rp.max > limits.max_repeats:
+            problems.append(("repeats", f"{rp.max} is above limits.max_repeats = {limits.max_repeats}"))
         if not problems:
             _plan_points(cfg, parts, problems)
     # the same problem at several points (a point and its repeats, its non-DDP baseline): say it once
@@ -433,7 +459,7 @@ def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[s
         train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
         for mc in parts["models"]:
             model = dataclasses.replace(mc, widths=tuple(widths))
-            for rep in range(cfg["repeats"]):
+            for rep in range(repeat_plan(cfg).max):
                 add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
                     f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
                     train=train, placement=place)
@@ -442,10 +468,21 @@ def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[s
         sweep = AllreduceConfig(**_kwargs(cfg, AllreduceConfig))
         for topo in allreduce_topologies(cfg):
             place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
-            for rep in range(cfg["repeats"]):
+            for rep in range(repeat_plan(cfg).max):
                 add(f"experiments.allreduce ({topo['nodes']}x{topo['gpus_per_node']})", experiment="allreduce",
                     rep=rep, placement=place, allreduce=sweep)
     return points
+
+
+def repeat_plan(cfg: dict) -> RepeatPlan:
+    """The study's repeats (fixed, or adaptive with looks) and its deciding intervals' level."""
+    return RepeatPlan.from_config(cfg["repeats"], float(cfg["report"].get("alpha", 0.05)))
+
+
+def initial_points(cfg: dict, points: dict[str, Point]) -> list[str]:
+    """The points every study measures: repeats below repeats.min (all of them with fixed repeats)."""
+    rp = repeat_plan(cfg)
+    return [pid for pid, p in points.items() if p.rep < rp.min]
 
 
 def build_points(cfg: dict) -> dict[str, Point]:

@@ -17,6 +17,7 @@ measured), then copies the page into place atomically.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -82,6 +83,46 @@ def point_states(cfg: dict, points: dict, results: Path) -> dict[str, dict]:
         if entry["state"] == "missing":
             entry["state"] = "not submitted"
         out[pid] = entry
+    for pid, (state, why) in adaptive_states(cfg, points, results).items():
+        if out[pid]["state"] == "not submitted":
+            out[pid].update(state=state, reason=why)
+    return out
+
+
+def latest_look(results: Path) -> tuple[int, dict | None]:
+    """(k, the file of the newest look that exists) of an adaptive study; (0, None) before any look."""
+    looks = sorted(results.glob("looks/look*.json"), key=lambda f: int(f.stem[4:]) if f.stem[4:].isdigit() else 0)
+    for f in reversed(looks):
+        try:
+            return int(f.stem[4:]), json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+    return 0, None
+
+
+def adaptive_states(cfg: dict, points: dict, results: Path) -> dict[str, tuple[str, str]]:
+    """For the points without a record of an adaptive study: 'waiting for a look' (a repeat beyond
+    min that the next look may or may not ask for), or why a look added it."""
+    rp = plan.repeat_plan(cfg)
+    if not rp.adaptive:
+        return {}
+    k, look = latest_look(results)
+    requested = (look or {}).get("requested", {})
+    added = {}
+    for entry in (look or {}).get("history", []):
+        for fam, a in entry["added"].items():
+            for rep in a["reps"]:
+                added[(fam, rep)] = (entry["look"], a["why"])
+    out = {}
+    for pid, p in points.items():
+        if (p.family, p.rep) in added:
+            j, why = added[(p.family, p.rep)]
+            out[pid] = ("not submitted", f"waiting for more repeats: look {j} added it for {', '.join(why)}")
+        elif p.rep >= requested.get(p.family, rp.min):
+            nxt = k + 1
+            out[pid] = ("not requested", f"repeat {p.rep + 1} of at most {rp.max}: added only if look {nxt} of "
+                        f"{rp.num_looks} finds a guideline it decides undecided" if nxt < rp.num_looks else
+                        f"repeat {p.rep + 1}: the looks did not ask for it")
     return out
 
 
@@ -123,6 +164,8 @@ def cmd_plan(args) -> int:
     write_csv(df, results / "plan.csv")
     retries = profile_retries(Path(args.profile))
     todo = df[df["state"] != "ok"]
+    rp = plan.repeat_plan(cfg)
+    first = df[[points[pid].rep < rp.min for pid in df["point"]]]
     biggest = df.sort_values(["nodes", "gpus_per_node"]).iloc[-1]
     shown = df[["point", "nodes", "gpus_per_node", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
                 "runtime_from", "state"]]
@@ -134,6 +177,11 @@ def cmd_plan(args) -> int:
     print(f"requested by all jobs: {df['gpu_hours'].sum():,.1f} GPU-hours, {df['node_hours'].sum():,.1f} node-hours; "
           f"by the jobs still to run: {todo['gpu_hours'].sum():,.1f} GPU-hours, {todo['node_hours'].sum():,.1f} "
           f"node-hours")
+    if rp.adaptive:
+        print(f"adaptive repeats: {len(first)} jobs run for sure (repeats.min = {rp.min}); the worst case above has "
+              f"every point at repeats.max = {rp.max} ({len(df)} jobs, {df['gpu_hours'].sum():,.1f} GPU-hours), "
+              f"{rp.num_looks - 1} look(s) add only what an undecided guideline needs"
+              + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
     print(f"worst case with retries: {retries} ({args.profile}): {todo['gpu_hours'].sum() * (1 + retries):,.1f} "
           f"GPU-hours, {todo['node_hours'].sum() * (1 + retries):,.1f} node-hours")
     print(f"largest job: {int(biggest['nodes'])} node(s) x {int(biggest['gpus_per_node'])} GPU(s) ({biggest['point']})")
@@ -183,7 +231,7 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
     with tempfile.TemporaryDirectory(prefix=f"kanscale-report-{study}-") as tmp:
         scratch = Path(tmp)
         (scratch / "results" / study).mkdir(parents=True)
-        for name in ("points", "benchmarks", "attempts"):
+        for name in ("points", "benchmarks", "attempts", "looks"):
             (results / name).mkdir(parents=True, exist_ok=True)
             (scratch / "results" / study / name).symlink_to(results / name)
         for folder in cfg["report"].get("compare") or []:  # relative to the working directory, as in a run

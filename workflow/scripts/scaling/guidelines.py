@@ -1,5 +1,5 @@
 """Deployment guidelines: explicit rules over the scaling tables and the performance model. Each
-guideline names its decisive quantity with its 95% CI and has a status:
+guideline names its decisive quantity with its deciding interval and has a status:
 - "advice": the CI lies on one side of the threshold and every point it rests on has at least
   report.min_repeats ok repeats;
 - "inconclusive": the CI straddles the threshold or too few repeats succeeded; `settle` says what
@@ -8,7 +8,11 @@ guideline names its decisive quantity with its 95% CI and has a status:
 A rule only compares points of one experiment. Points whose "nodes" all ran on one host are
 labelled "simulated inter-node (one host)" and never give topology advice.
 
-Thresholds come from the config's `report:` section (passed in as `thresholds`).
+Thresholds come from the config's `report:` section (passed in as `thresholds`). The deciding
+interval is the CI at thresholds["decision_level"]: 95% with fixed repeats, 1 - alpha / looks with
+adaptive repeats (scaling/sequential.py), read from the tables' <name>_dlo / <name>_dhi columns.
+An inconclusive guideline lists, under `settle_points`, the configurations (tables.GROUP keys) whose
+repeats would decide it and how many more each needs: what the adaptive looks add.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import math
 import pandas as pd
 
 from .columns import REAL_PLACEMENTS, SIMULATED, model_family
-from .stats import linear_fit
+from .stats import level_label, linear_fit
+from .tables import GROUP
 
 GIB = 2**30
 GB = 1e9
@@ -40,12 +45,47 @@ def _num(x, nd=4):
     return round(float(x), nd)
 
 
-def guideline(gid: str, topic: str, status: str, text: str, rule: str, numbers: dict, settle: str | None = None) -> dict:
+class Decide:
+    """How a guideline decides: the deciding intervals' level and the repeats a point needs."""
+
+    def __init__(self, min_repeats: int = 3, level: float = 0.95) -> None:
+        self.min_repeats, self.level = min_repeats, level
+        self.label = level_label(level)
+
+
+def key_of(row) -> dict:
+    """The configuration a table row stands for (tables.GROUP), as plain JSON values."""
+    out = {}
+    for c in GROUP:
+        v = row.get(c) if hasattr(row, "get") else row[c]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out[c] = None
+        elif c == "ddp":
+            out[c] = bool(v)
+        elif c in ("nodes", "gpus_per_node", "hidden_width"):
+            out[c] = int(v)
+        else:
+            out[c] = str(v)
+    return out
+
+
+def deciding(row, name: str) -> tuple[float, float]:
+    """(lo, hi) of the deciding interval of `name`: its _dlo/_dhi columns, or its 95% CI where a
+    table has none (the levels agree then: fixed repeats decide at 95%)."""
+    if f"{name}_dlo" in row:
+        return float(row[f"{name}_dlo"]), float(row[f"{name}_dhi"])
+    return float(row[f"{name}_ci_lo"]), float(row[f"{name}_ci_hi"])
+
+
+def guideline(gid: str, topic: str, status: str, text: str, rule: str, numbers: dict, settle: str | None = None,
+              targets: list | None = None) -> dict:
+    """`targets`: (where, more repeats or None, configuration key) of what keeps it undecided."""
     assert status in ("advice", "inconclusive", "not_enough_data"), status
     prefix = {"advice": "", "inconclusive": "Inconclusive: ", "not_enough_data": "Not enough data: "}[status]
     out = {"id": gid, "topic": topic, "status": status, "text": prefix + text, "rule": rule, "numbers": numbers}
     if status == "inconclusive":
         out["settle"] = settle or "more repeats"
+        out["settle_points"] = [{"where": w, "more": k, "key": key} for w, k, key in targets or [] if key]
     return out
 
 
@@ -55,10 +95,16 @@ def topo(row) -> str:
     return f"{t} ({SIMULATED})" if row.get("placement_class") == SIMULATED else t
 
 
-def _ci(value, lo, hi, fmt="{:.1%}") -> str:
+def rests_on(g: dict, rows: list[tuple[str, int]]) -> dict:
+    """g with the configurations it decided on and their ok repeats (the report: "decided with n")."""
+    g["rests_on"] = [{"where": w, "n_ok": int(n)} for w, n in rows]
+    return g
+
+
+def _ci(value, lo, hi, fmt="{:.1%}", label="95%") -> str:
     txt = fmt.format(value)
     if _ok(lo) and _ok(hi):
-        txt += f" [95% CI {fmt.format(lo)}, {fmt.format(hi)}]"
+        txt += f" [{label} CI {fmt.format(lo)}, {fmt.format(hi)}]"
     else:
         txt += " [no CI: one repeat]"
     return txt
@@ -92,9 +138,10 @@ def more_repeats(n_ok: int, value, lo, hi, threshold, min_repeats: int) -> int |
     return need
 
 
-def settle_text(items: list[tuple[str, int | None]]) -> str:
+def settle_text(items: list[tuple]) -> str:
+    """'run 2 more repeats of 1x2; ...' from (where, more, ...) items."""
     parts = []
-    for where, k in items:
+    for where, k, *_ in items:
         if k is None:
             parts.append(f"{where} sits on the threshold: no number of repeats decides it (it does not matter in practice)")
         elif k > MAX_MORE_REPEATS:
@@ -105,13 +152,14 @@ def settle_text(items: list[tuple[str, int | None]]) -> str:
     return "; ".join(parts)
 
 
-def strong_efficiency(strong: pd.DataFrame, threshold: float, min_repeats: int) -> list[dict]:
+def strong_efficiency(strong: pd.DataFrame, threshold: float, d: Decide) -> list[dict]:
     """Largest world size whose strong-scaling efficiency (vs the DDP baseline) is >= threshold, per
     model. At a world size measured in several placements the best placement counts. Decisive: the
     chosen world size and the next larger one measured, and the baseline's repeats."""
+    min_repeats = d.min_repeats
     rule = (f"largest world size p with efficiency(p) = speedup(p) / (p / p_base) >= {threshold:.0%} (DDP points of "
-            f"the strong experiment; p_base = smallest DDP world size); advice only when the 95% CI of each decisive "
-            f"efficiency is on one side of the threshold and each has >= {min_repeats} ok repeats")
+            f"the strong experiment; p_base = smallest DDP world size); advice only when the {d.label} CI of each "
+            f"decisive efficiency is on one side of the threshold and each has >= {min_repeats} ok repeats")
     out = []
     t = strong[strong["ddp"].astype(bool)] if len(strong) and "ddp" in strong else strong
     models = sorted(t["model"].unique()) if len(t) else []
@@ -132,28 +180,38 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float, min_repeats: int) 
         below = [int(p) for p, r in best.iterrows() if p > base_p and r["efficiency"] < threshold]
         chosen = max(above) if above else base_p
         nxt = min([p for p in below if p > chosen], default=None)
-        listing = ", ".join(f"{_ci(r['efficiency'], r['efficiency_ci_lo'], r['efficiency_ci_hi'])} at {int(p)} "
+        listing = ", ".join(f"{_ci(r['efficiency'], *deciding(r, 'efficiency'), label=d.label)} at {int(p)} "
                             f"({topo(r)}, {int(r['n_ok'])} ok)" for p, r in best.iterrows() if p > base_p)
         nums = {"threshold": threshold, "baseline_world_size": base_p, "chosen_world_size": chosen,
+                "decision_level": d.level,
                 "efficiency_by_world_size": {str(int(p)): _num(r["efficiency"]) for p, r in best.iterrows()},
-                "efficiency_ci_by_world_size": {str(int(p)): [_num(r["efficiency_ci_lo"]), _num(r["efficiency_ci_hi"])]
+                "efficiency_ci_by_world_size": {str(int(p)): [_num(x) for x in deciding(r, "efficiency")]
                                                 for p, r in best.iterrows()},
                 "placement_by_world_size": {str(int(p)): topo(r) for p, r in best.iterrows()},
                 "n_ok_by_world_size": {str(int(p)): int(r["n_ok"]) for p, r in best.iterrows()}}
         decisive = [p for p in (chosen, nxt) if p is not None and p != base_p]
         unsure = []
+        base_more = 0 if base is None else max(min_repeats - int(base["n_ok"]), 0)
         for p in decisive:
             r = best.loc[p]
-            s = side(r["efficiency"], r["efficiency_ci_lo"], r["efficiency_ci_hi"], threshold)
+            lo, hi = deciding(r, "efficiency")
+            s = side(r["efficiency"], lo, hi, threshold)
             if s == "straddles" or r["n_ok"] < min_repeats:
-                unsure.append((topo(r), more_repeats(int(r["n_ok"]), r["efficiency"], r["efficiency_ci_lo"],
-                                                     r["efficiency_ci_hi"], threshold, min_repeats)))
-        if base is not None and base["n_ok"] < min_repeats:
-            unsure.append((f"the baseline {topo(base)}", min_repeats - int(base["n_ok"])))
+                k = more_repeats(int(r["n_ok"]), r["efficiency"], lo, hi, threshold, min_repeats)
+                unsure.append((topo(r), k, key_of(r)))
+                if s == "straddles" and base is not None and k is not None:
+                    # an efficiency's interval holds the baseline's spread too: both need the repeats
+                    base_more = max(base_more, more_repeats(int(base["n_ok"]), r["efficiency"], lo, hi, threshold,
+                                                            min_repeats) or 0)
+        if base is not None and base_more:
+            unsure.append((f"the baseline {topo(base)}", base_more, key_of(base)))
+        rests = [(topo(best.loc[p]), best.loc[p]["n_ok"]) for p in decisive] + \
+            ([(f"the baseline {topo(base)}", base["n_ok"])] if base is not None else [])
         if unsure:
             text = (f"{model}: strong-scaling efficiency {listing} — the data do not decide which world sizes keep "
                     f"efficiency ≥ {threshold:.0%}.")
-            out.append(guideline(gid, "strong", "inconclusive", text, rule, nums, settle_text(unsure)))
+            out.append(rests_on(guideline(gid, "strong", "inconclusive", text, rule, nums, settle_text(unsure), unsure),
+                                rests))
             continue
         if above:
             tail = (f"; at {nxt} ranks it is below {threshold:.0%}" if nxt
@@ -163,17 +221,18 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float, min_repeats: int) 
         else:
             text = (f"{model}: no world size above {base_p} keeps strong-scaling efficiency ≥ {threshold:.0%} "
                     f"({listing}) → for a fixed problem of this size, use {base_p} rank(s) or a larger problem.")
-        out.append(guideline(gid, "strong", "advice", text, rule, nums))
+        out.append(rests_on(guideline(gid, "strong", "advice", text, rule, nums), rests))
     return out
 
 
-def inter_node(comm: pd.DataFrame, penalty_pct: float, min_repeats: int) -> list[dict]:
+def inter_node(comm: pd.DataFrame, penalty_pct: float, d: Decide) -> list[dict]:
     """Multi-node vs intra-node throughput at equal world size (comm experiment): a loss above
     penalty_pct -> keep jobs within one node. Simulated inter-node placements give no advice."""
+    min_repeats = d.min_repeats
     rule = (f"loss = 100 × (1 − multi-node / intra-node samples/s) at equal world size (comm experiment); loss > "
             f"{penalty_pct:g}% → keep jobs within one node, else spreading over nodes is fine; advice only when the "
-            f"loss's 95% CI is on one side of {penalty_pct:g}% and both placements have ≥ {min_repeats} ok repeats; "
-            f"never from ranks that shared one host")
+            f"loss's {d.label} CI is on one side of {penalty_pct:g}% and both placements have ≥ {min_repeats} ok "
+            f"repeats; never from ranks that shared one host")
     pairs = comm[comm["inter_vs_intra_loss_pct"].notna()] if len(comm) else comm
     if pairs is None or pairs.empty:
         return [guideline("inter-node", "comm", "not_enough_data", "communication points at the same world size both "
@@ -181,11 +240,11 @@ def inter_node(comm: pd.DataFrame, penalty_pct: float, min_repeats: int) -> list
                           {"threshold_pct": penalty_pct})]
     out = []
     for _, r in pairs.sort_values(["model", "world_size", "nodes"]).iterrows():
-        loss, lo, hi = (float(r[c]) for c in ("inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo",
-                                              "inter_vs_intra_loss_pct_ci_hi"))
+        loss = float(r["inter_vs_intra_loss_pct"])
+        lo, hi = deciding(r, "inter_vs_intra_loss_pct")
         p = int(r["world_size"])
         gid = f"inter-node-{r['model']}-{int(r['nodes'])}x{int(r['gpus_per_node'])}"
-        loss_txt = _ci(loss, lo, hi, "{:.1f}%")
+        loss_txt = _ci(loss, lo, hi, "{:.1f}%", d.label)
         nums = {"world_size": p, "placement": topo(r), "placement_class": r["placement_class"],
                 "loss_pct": _num(loss, 2), "loss_pct_ci": [_num(lo, 2), _num(hi, 2)],
                 "inter_samples_per_s": _num(r["samples_per_s_mean"], 1),
@@ -199,26 +258,31 @@ def inter_node(comm: pd.DataFrame, penalty_pct: float, min_repeats: int) -> list
             continue
         s = side(loss, lo, hi, penalty_pct)
         unsure = []
-        for where, n_ok in ((topo(r), int(r["n_ok"])), (f"1x{p}", int(r["intra_n_ok"]))):
+        intra_key = {**key_of(r), "nodes": 1, "gpus_per_node": p}
+        for where, n_ok, key in ((topo(r), int(r["n_ok"]), key_of(r)), (f"1x{p}", int(r["intra_n_ok"]), intra_key)):
             k = more_repeats(n_ok, loss, lo, hi, penalty_pct, min_repeats)
             if s == "straddles" or n_ok < min_repeats:
-                unsure.append((where, k))
+                unsure.append((where, k, key))
+        rests = [(topo(r), r["n_ok"]), (f"1x{p}", r["intra_n_ok"])]
         if unsure:
-            out.append(guideline(gid, "comm", "inconclusive", f"{head} — the data do not decide whether it exceeds "
-                                 f"the {penalty_pct:g}% threshold.", rule, nums, settle_text(unsure)))
+            out.append(rests_on(guideline(gid, "comm", "inconclusive", f"{head} — the data do not decide whether it "
+                                          f"exceeds the {penalty_pct:g}% threshold.", rule, nums, settle_text(unsure),
+                                          unsure), rests))
             continue
         keep = s == "above"
         nums["keep_within_node"] = keep
         verdict = (f"above the {penalty_pct:g}% threshold → keep jobs within one node" if keep
                    else f"below the {penalty_pct:g}% threshold → spreading over nodes is fine")
-        out.append(guideline(gid, "comm", "advice", f"{head} ({float(r['samples_per_s_mean']):,.0f} vs "
-                             f"{float(r['intra_samples_per_s']):,.0f} samples/s) → {verdict}.", rule, nums))
+        out.append(rests_on(guideline(gid, "comm", "advice", f"{head} ({float(r['samples_per_s_mean']):,.0f} vs "
+                                      f"{float(r['intra_samples_per_s']):,.0f} samples/s) → {verdict}.", rule, nums),
+                            rests))
     return out
 
 
-def comm_share(table: pd.DataFrame, experiment: str, share_pct: float, min_repeats: int) -> list[dict]:
+def comm_share(table: pd.DataFrame, experiment: str, share_pct: float, d: Decide) -> list[dict]:
     """Points of one experiment (world size > 1) whose exposed communication exceeds share_pct of a step."""
-    rule = (f"exposed_comm_pct (synced − no_sync step, as % of the synced step; mean over repeats with 95% CI) > "
+    min_repeats = d.min_repeats
+    rule = (f"exposed_comm_pct (synced − no_sync step, as % of the synced step; mean over repeats with {d.label} CI) > "
             f"{share_pct:g}% at a DDP point of the {experiment} experiment with world size > 1")
     gid = f"comm-share-{experiment}"
     t = table[(table["world_size"] > 1) & table["exposed_comm_pct_mean"].notna() & table["ddp"].astype(bool)]
@@ -228,18 +292,21 @@ def comm_share(table: pd.DataFrame, experiment: str, share_pct: float, min_repea
     over, under, unsure = [], [], []
     cited = {}
     for _, r in t.sort_values(["world_size", "nodes"]).iterrows():
-        m, lo, hi = (float(r[f"exposed_comm_pct_{s}"]) for s in ("mean", "ci_lo", "ci_hi"))
+        m = float(r["exposed_comm_pct_mean"])
+        lo, hi = deciding(r, "exposed_comm_pct")
         where = f"{r['model']} {topo(r)}"
         cited[where] = [_num(m, 2), _num(lo, 2), _num(hi, 2)]
         s = side(m, lo, hi, share_pct)
-        txt = f"{topo(r)} {_ci(m, lo, hi, '{:.1f}%')}"
+        txt = f"{topo(r)} {_ci(m, lo, hi, '{:.1f}%', d.label)}"
         if s == "straddles" or r["n_ok"] < min_repeats:
-            unsure.append((txt, (topo(r), more_repeats(int(r["n_ok"]), m, lo, hi, share_pct, min_repeats))))
+            unsure.append((txt, (topo(r), more_repeats(int(r["n_ok"]), m, lo, hi, share_pct, min_repeats), key_of(r))))
         elif s == "above":
             over.append(txt)
         else:
             under.append(txt)
-    nums = {"threshold_pct": share_pct, "exposed_comm_pct_mean_ci": cited, "num_points_over": len(over),
+    rests = [(f"{r['model']} {topo(r)}", r["n_ok"]) for _, r in t.iterrows()]
+    nums = {"threshold_pct": share_pct, "decision_level": d.level, "exposed_comm_pct_mean_ci": cited,
+            "num_points_over": len(over),
             "num_points_under": len(under), "num_points_unsure": len(unsure)}
     parts = []
     if over:
@@ -250,28 +317,28 @@ def comm_share(table: pd.DataFrame, experiment: str, share_pct: float, min_repea
         parts.append(f"it stays below {share_pct:g}% at {', '.join(under)}")
     if unsure:
         parts.append(f"undecided at {', '.join(u[0] for u in unsure)}")
-        return [guideline(gid, "comm", "inconclusive", f"{experiment}: " + "; ".join(parts) + ".", rule, nums,
-                          settle_text([u[1] for u in unsure]))]
-    return [guideline(gid, "comm", "advice", f"{experiment}: " + "; ".join(parts) + ".", rule, nums)]
+        return [rests_on(guideline(gid, "comm", "inconclusive", f"{experiment}: " + "; ".join(parts) + ".", rule,
+                                   nums, settle_text([u[1] for u in unsure]), [u[1] for u in unsure]), rests)]
+    return [rests_on(guideline(gid, "comm", "advice", f"{experiment}: " + "; ".join(parts) + ".", rule, nums), rests)]
 
 
 def _rel(a: pd.Series, b: pd.Series, metric: str) -> tuple[float, float, float]:
-    """a/b of two configurations' means with a 95% CI combining their relative half-widths in
-    quadrature (delta method on the two t intervals); NaN CI when either has one repeat."""
+    """a/b of two configurations' means with a deciding interval combining their relative half-widths
+    in quadrature (delta method on the two t intervals); NaN when either has one repeat."""
     r = a[f"{metric}_mean"] / b[f"{metric}_mean"]
-    ha = (a[f"{metric}_ci_hi"] - a[f"{metric}_mean"]) / a[f"{metric}_mean"]
-    hb = (b[f"{metric}_ci_hi"] - b[f"{metric}_mean"]) / b[f"{metric}_mean"]
+    ha = (deciding(a, metric)[1] - a[f"{metric}_mean"]) / a[f"{metric}_mean"]
+    hb = (deciding(b, metric)[1] - b[f"{metric}_mean"]) / b[f"{metric}_mean"]
     if not (_ok(ha) and _ok(hb)):
         return r, math.nan, math.nan
     half = r * math.sqrt(ha ** 2 + hb ** 2)
     return r, r - half, r + half
 
 
-def per_rank_batch(table: pd.DataFrame, experiment: str, threshold: float, min_repeats: int) -> list[dict]:
+def per_rank_batch(table: pd.DataFrame, experiment: str, threshold: float, d: Decide) -> list[dict]:
     """Per-rank batch below which compute throughput per rank falls off, within one experiment:
     per-rank samples/s of the no_sync step (b / no_sync step time: compute only, no all-reduce), so
     that points at different world sizes compare on their per-rank work alone."""
-    metric = "compute_samples_per_s_per_rank"
+    metric, min_repeats = "compute_samples_per_s_per_rank", d.min_repeats
     rule = (f"within the {experiment} experiment: per-rank batch b is too small when its compute-only per-rank "
             f"samples/s (b / no_sync step time) < {threshold:.0%} of the best over the measured batches; on a shared "
             f"CPU host, ranks also compete for cores, so a smaller batch at a larger world size is not only a batch "
@@ -303,32 +370,38 @@ def per_rank_batch(table: pd.DataFrame, experiment: str, threshold: float, min_r
         v, lo, hi = rel[decisive]
         r = by_b.loc[decisive]
         unsure = []
-        if decisive != best_b and (side(v, lo, hi, threshold) == "straddles" or r["n_ok"] < min_repeats):
-            unsure.append((topo(r), more_repeats(int(r["n_ok"]), v, lo, hi, threshold, min_repeats)))
-        if best["n_ok"] < min_repeats:
-            unsure.append((f"{topo(best)} (best batch)", min_repeats - int(best["n_ok"])))
+        straddles = decisive != best_b and side(v, lo, hi, threshold) == "straddles"
+        if decisive != best_b and (straddles or r["n_ok"] < min_repeats):
+            unsure.append((topo(r), more_repeats(int(r["n_ok"]), v, lo, hi, threshold, min_repeats), key_of(r)))
+        if straddles or best["n_ok"] < min_repeats:  # a ratio's interval holds the best batch's spread too
+            unsure.append((f"{topo(best)} (best batch)", more_repeats(int(best["n_ok"]), v, lo, hi, threshold,
+                                                                      min_repeats) if straddles
+                           else min_repeats - int(best["n_ok"]), key_of(best)))
         head = (f"{model}, {experiment}: compute-only samples/s per rank {listing}; at b={decisive} it is "
-                f"{_ci(v, lo, hi, '{:.0%}')} of the best (b={best_b})")
+                f"{_ci(v, lo, hi, '{:.0%}', d.label)} of the best (b={best_b})")
         nums.update(falls_off_at_batch=cutoff, min_good_batch=keep)
+        rests = [(topo(r), r["n_ok"]), (f"{topo(best)} (best batch)", best["n_ok"])]
+        topic = "strong" if experiment != "weak" else "weak"
         if unsure:
-            out.append(guideline(f"{gid}-{model}", "strong" if experiment != "weak" else "weak", "inconclusive",
-                                 head + f" — the data do not decide whether it is below {threshold:.0%}.", rule, nums,
-                                 settle_text(unsure)))
+            out.append(rests_on(guideline(f"{gid}-{model}", topic, "inconclusive", head + f" — the data do not decide "
+                                          f"whether it is below {threshold:.0%}.", rule, nums, settle_text(unsure),
+                                          unsure), rests))
             continue
         if cutoff is not None:
             text = (head + f" → keep the per-rank batch ≥ {keep}; in strong scaling with a fixed global batch the "
                     f"per-rank batch is global / p, so scale the global batch with the ranks.")
         else:
             text = head + f" → per-rank batches ≥ {min(rel)} keep ≥ {threshold:.0%} of the best (smaller ones were not measured)."
-        out.append(guideline(f"{gid}-{model}", "strong" if experiment != "weak" else "weak", "advice", text, rule, nums))
+        out.append(rests_on(guideline(f"{gid}-{model}", topic, "advice", text, rule, nums), rests))
     return out
 
 
-def memory(model_size: pd.DataFrame, min_repeats: int) -> list[dict]:
+def memory(model_size: pd.DataFrame, d: Decide) -> list[dict]:
     """Peak memory vs parameters over the width sweep. CUDA allocator peaks: a line peak = fixed +
     slope * params with its fit quality, extrapolated to common device memories at most 4x beyond the
     largest measured parameter count. CPU peak RSS (runtime, allocator caches, libraries): measured
     values only, never extrapolated."""
+    min_repeats = d.min_repeats
     rule = (f"CUDA allocator peaks only: least-squares line of peak bytes vs parameters over the ok widths (slope with "
             f"95% CI, R²), parameters fitting in Y GB = (Y GB − fixed) / slope, reported only up to "
             f"{MAX_EXTRAPOLATION:g}x the largest measured parameter count; CPU RSS: measured values only")
@@ -353,13 +426,14 @@ def memory(model_size: pd.DataFrame, min_repeats: int) -> list[dict]:
                                  f"Process RSS includes the runtime and allocator caches, so no memory limit is "
                                  f"extrapolated from it; that needs CUDA allocator peaks ({CUDA_PEAK}).", rule, nums))
             continue
-        thin = [(f"width {int(r['hidden_width'])}", min_repeats - int(r["n_ok"])) for _, r in g.iterrows()
+        thin = [(f"width {int(r['hidden_width'])}", min_repeats - int(r["n_ok"]), key_of(r)) for _, r in g.iterrows()
                 if r["n_ok"] < min_repeats]
         if len(g) < 3:
             out.append(guideline(gid, "model_size", "inconclusive",
                                  f"{fam}: measured peak memory {measured}; a line through {len(g)} width(s) has no fit "
                                  f"quality, so nothing is extrapolated.", rule, nums,
-                                 settle_text(thin) + ("; " if thin else "") + f"measure {3 - len(g)} more width(s)"))
+                                 settle_text(thin) + ("; " if thin else "") + f"measure {3 - len(g)} more width(s)",
+                                 thin))
             continue
         fit = linear_fit(g["num_params"].astype(float), g["peak_mem_bytes_mean"].astype(float))
         slope, fixed = fit["slope"], fit["intercept"]
@@ -371,9 +445,9 @@ def memory(model_size: pd.DataFrame, min_repeats: int) -> list[dict]:
                 f"parameter over a fixed {fixed / GIB:.3f} GiB (R² {fit['r2']:.3f}, residual "
                 f"{fit['residual_se'] / GIB * 1024:.1f} MiB; measured {measured})")
         if thin or not fit["slope_ci_lo"] > 0:
-            why = thin if thin else [("another width", 1)]
+            why = thin if thin else [("another width", 1, None)]
             out.append(guideline(gid, "model_size", "inconclusive", head + " — the slope is not established.",
-                                 rule, nums, settle_text(why)))
+                                 rule, nums, settle_text(why), thin))
             continue
         limit = MAX_EXTRAPOLATION * top
         fits = {}
@@ -460,7 +534,7 @@ def compute_guidelines(tables: dict, thresholds: dict, model_json: dict | None =
     """All guidelines, in report order. `tables` as tables.compute_tables returns (or read back from
     CSV); `thresholds` = the config's report section; `model_json` = perfmodel.build_model's output."""
     eff = float(thresholds.get("efficiency_threshold", 0.75))
-    min_rep = int(thresholds.get("min_repeats", 3))
+    d = Decide(int(thresholds.get("min_repeats", 3)), float(thresholds.get("decision_level", 0.95)))
     empty = pd.DataFrame(columns=["model", "world_size", "nodes", "gpus_per_node", "ddp", "placement_class",
                                   "batch_per_rank", "n_ok"])
 
@@ -482,12 +556,12 @@ def compute_guidelines(tables: dict, thresholds: dict, model_json: dict | None =
             t["ddp"] = True
         t["ddp"] = t["ddp"].fillna(True).astype(bool)
     out = []
-    out += strong_efficiency(strong, eff, min_rep)
-    out += inter_node(comm, float(thresholds.get("inter_node_penalty_pct", 10)), min_rep)
+    out += strong_efficiency(strong, eff, d)
+    out += inter_node(comm, float(thresholds.get("inter_node_penalty_pct", 10)), d)
     for name, t in (("strong", strong), ("weak", weak), ("comm", comm)):
-        out += comm_share(t, name, float(thresholds.get("comm_share_pct", 20)), min_rep)
+        out += comm_share(t, name, float(thresholds.get("comm_share_pct", 20)), d)
     for name, t in (("strong", strong), ("weak", weak)):
-        out += per_rank_batch(t, name, eff, min_rep)
-    out += memory(ms, min_rep)
+        out += per_rank_batch(t, name, eff, d)
+    out += memory(ms, d)
     out += recommendation(model_json, float(thresholds.get("model_max_mape_pct", 25)))
     return out

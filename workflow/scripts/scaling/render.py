@@ -24,6 +24,9 @@ from .expectations import fmt_ci
 from .fits import describe
 from .numbers import numbers_tables
 from .reference import PAPER_BASELINE, comparable, overlay_note
+from .repeats import RepeatPlan
+from .sequential import history_context
+from .stats import level_label
 from .summary import CARDS, measured_on, recommendations, status_counts
 from .target import rule_text
 
@@ -392,9 +395,19 @@ def expectations_context(expectations: dict | None) -> dict | None:
     return {"items": items, "counts": expectations.get("counts", {}), "rule": expectations.get("rule", EXPECT_RULE)}
 
 
+def looks_context(look: dict | None, guidelines: list[dict], config: dict) -> dict:
+    """The looks of an adaptive study (scaling/sequential.py) and the deciding intervals' level."""
+    rp = RepeatPlan.from_config(config.get("repeats", 1), float((config.get("report") or {}).get("alpha", 0.05)))
+    ctx = history_context(look, guidelines, rp)
+    ctx["level_label"] = level_label(rp.level)
+    ctx["alpha_label"] = level_label(rp.alpha)
+    return ctx
+
+
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
-                  expectations: dict | None = None, compare: list[dict] | None = None) -> dict:
+                  expectations: dict | None = None, compare: list[dict] | None = None,
+                  look: dict | None = None) -> dict:
     reference = reference or {}
     thresholds = {k: v for k, v in (config.get("report") or {}).items() if k not in ("reference", "compare", "expect")}
     sections = {}
@@ -418,6 +431,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "provenance": provenance or {},
         "sections": sections,
         "guideline_groups": guideline_groups(guidelines),
+        "looks": looks_context(look, guidelines, config),
         "summary": {"counts": {s: len(v) for s, v in by_status.items()},
                     "measured_on": measured_on(tables.get("points"), provenance or {}),
                     "recommendations": recommendations(tables.get("model"), guidelines)},
@@ -440,11 +454,11 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
 def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
                   templates: str | Path = TEMPLATES, expectations: dict | None = None,
-                  compare: list[dict] | None = None) -> str:
+                  compare: list[dict] | None = None, look: dict | None = None) -> str:
     """The report's HTML as a string. `expectations` = expectations.json; `compare` = other studies
-    (compare.read_study), shown after this one."""
+    (compare.read_study), shown after this one; `look` = an adaptive study's last look file."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
-                        expectations, compare)
+                        expectations, compare, look)
     return env.get_template("report.html.j2").render(**ctx)

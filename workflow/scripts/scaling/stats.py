@@ -1,7 +1,10 @@
-"""Summary statistics over repeats: mean, median, std and a Student-t 95% confidence interval.
+"""Summary statistics over repeats: mean, median, std and a Student-t confidence interval, 95% unless
+a caller asks for another level (the guidelines' deciding intervals: 1 - alpha / looks, see
+scaling/sequential.py).
 
 The two-sided 97.5% quantiles of Student's t for small degrees of freedom are tabulated
-(values from any t-table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2) and fall back to the normal 1.96.
+(values from any t-table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2) and fall back to the normal 1.96;
+other levels come from scipy's t distribution.
 """
 
 from __future__ import annotations
@@ -29,8 +32,26 @@ def t975(df: int) -> float:
     return T975[smaller] if larger else 1.960
 
 
-def summarize(values: Iterable[float]) -> dict:
-    """n, mean, median, std (sample, ddof=1) and the 95% CI [lo, hi] of the mean over repeats.
+def t_quantile(level: float, df: int) -> float:
+    """The two-sided `level` quantile of Student's t (t_{(1 + level) / 2, df}): the 95% table above, else
+    scipy (exact)."""
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence level is in (0, 1), got {level}")
+    if abs(level - 0.95) < 1e-12:
+        return t975(df)
+    from scipy.stats import t
+
+    return float(t.ppf((1 + level) / 2, df))
+
+
+def level_label(level: float) -> str:
+    """'95%', '98.3%': a level as the report prints it."""
+    pct = 100 * level
+    return f"{pct:.0f}%" if abs(pct - round(pct)) < 0.05 else f"{pct:.1f}%"
+
+
+def summarize(values: Iterable[float], level: float = 0.95) -> dict:
+    """n, mean, median, std (sample, ddof=1) and the `level` CI [lo, hi] of the mean over repeats.
     With one value the spread is unknown: std and the CI are NaN (shown as '-'), never zero."""
     xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     n = len(xs)
@@ -43,14 +64,14 @@ def summarize(values: Iterable[float]) -> dict:
     if n == 1:
         return {"n": 1, "mean": mean, "median": median, "std": nan, "ci_lo": nan, "ci_hi": nan}
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = t975(n - 1) * std / math.sqrt(n)
+    half = t_quantile(level, n - 1) * std / math.sqrt(n)
     return {"n": n, "mean": mean, "median": median, "std": std, "ci_lo": mean - half, "ci_hi": mean + half}
 
 
-def ratio_ci(num: Iterable[float], den: Iterable[float]) -> dict:
-    """mean(num) / mean(den) with a 95% CI from the delta method on the log scale: the ratio's relative
-    variance is the sum of the two means' relative variances, var(log R) ~ var(R)/R^2 =
-    s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2), the half-width is h = t_{0.975, min(n_a, n_b) - 1} * sd(log R)
+def ratio_ci(num: Iterable[float], den: Iterable[float], level: float = 0.95) -> dict:
+    """mean(num) / mean(den) with a `level` (default 95%) CI from the delta method on the log scale: the
+    ratio's relative variance is the sum of the two means' relative variances, var(log R) ~ var(R)/R^2 =
+    s_a^2/(n_a m_a^2) + s_b^2/(n_b m_b^2), the half-width is h = t_{(1+level)/2, min(n_a, n_b) - 1} * sd(log R)
     (the smaller sample sets the degrees of freedom: the interval errs wide), and the CI is
     [R e^-h, R e^h]. On the log scale a ratio of two positive quantities (a speedup, an efficiency)
     never gets a negative bound: a symmetric R +- t sd(R) would (-57% efficiency from two noisy
@@ -65,7 +86,7 @@ def ratio_ci(num: Iterable[float], den: Iterable[float]) -> dict:
     if a["n"] < 2 or b["n"] < 2 or not a["mean"]:
         return out
     rel_var = a["std"] ** 2 / (a["n"] * a["mean"] ** 2) + b["std"] ** 2 / (b["n"] * b["mean"] ** 2)
-    t = t975(min(a["n"], b["n"]) - 1)
+    t = t_quantile(level, min(a["n"], b["n"]) - 1)
     if r > 0:
         h = t * math.sqrt(rel_var)
         out.update(ci_lo=r * math.exp(-h), ci_hi=r * math.exp(h))

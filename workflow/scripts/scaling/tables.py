@@ -25,6 +25,9 @@ GROUP = ["experiment", "model", "nodes", "gpus_per_node", "hidden_width", "ddp"]
 CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global_batch", "samples", "epochs",
          "grid_size"]
 STAT_SUFFIXES = ("mean", "median", "std", "ci_lo", "ci_hi")
+# the guidelines decide on these metrics: beside the 95% CI (ci_lo/ci_hi, for reading) they get the
+# deciding interval (dlo/dhi) at thresholds["decision_level"], 1 - alpha / looks (scaling/sequential.py)
+DECIDED = ("exposed_comm_pct", "compute_samples_per_s_per_rank")
 # may legitimately be negative (noise around zero); every other metric's CI is clipped at 0
 SIGNED = {"exposed_comm_pct", "exposed_comm_s"}
 SHARES_PCT = {"exposed_comm_pct"}  # % of the synced step: at most 100
@@ -49,9 +52,18 @@ def _ok(df: pd.DataFrame, row: pd.Series | dict) -> pd.DataFrame:
     return df[sel]
 
 
-def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+def _clip(m: str, st: dict) -> dict:
+    if m not in SIGNED and st["ci_lo"] < 0:  # a t interval from few noisy repeats can dip below 0
+        st["ci_lo"] = 0.0
+    if m in SHARES_PCT and st["ci_hi"] > 100:  # a share of the step cannot exceed the step
+        st["ci_hi"] = 100.0
+    return st
+
+
+def aggregate(df: pd.DataFrame, metrics: list[str], level: float = 0.95) -> pd.DataFrame:
     """One row per configuration: counts by status and, over the ok repeats, <metric>_{mean, median,
-    std, ci_lo, ci_hi}. Configurations without an ok repeat keep their row with NaN statistics."""
+    std, ci_lo, ci_hi}, and for the DECIDED metrics <metric>_{dlo, dhi} at `level`. Configurations
+    without an ok repeat keep their row with NaN statistics."""
     rows = []
     for key, g in df.groupby(GROUP, sort=True, dropna=False):
         ok = g[g["status"] == "ok"]
@@ -66,16 +78,16 @@ def aggregate(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
                           for s, r in zip(g["status"], g["reason"]) if s != "ok"})
         row["not_ok"] = "; ".join(reasons)
         for m in metrics:
-            st = summarize(ok[m]) if m in ok else summarize([])
-            if m not in SIGNED and st["ci_lo"] < 0:  # a t interval from few noisy repeats can dip below 0
-                st["ci_lo"] = 0.0
-            if m in SHARES_PCT and st["ci_hi"] > 100:  # a share of the step cannot exceed the step
-                st["ci_hi"] = 100.0
+            values = ok[m] if m in ok else []
+            st = _clip(m, summarize(values))
             for sfx in STAT_SUFFIXES:
                 row[f"{m}_{sfx}"] = st[sfx]
+            if m in DECIDED:
+                d = _clip(m, summarize(values, level))
+                row[f"{m}_dlo"], row[f"{m}_dhi"] = d["ci_lo"], d["ci_hi"]
         rows.append(row)
     cols = GROUP + CARRY + ["n_planned", "n_ok", "n_failed", "n_missing", "n_contended", "not_ok"] + [
-        f"{m}_{s}" for m in metrics for s in STAT_SUFFIXES]
+        f"{m}_{s}" for m in metrics for s in STAT_SUFFIXES + (("dlo", "dhi") if m in DECIDED else ())]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -111,11 +123,17 @@ def karp_flatt_note(e: float) -> str:
     return ""
 
 
-def _ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0) -> None:
+def _ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0, level: float | None = None) -> None:
+    """name and its 95% CI (name_ci_lo/hi); for a ratio a guideline decides on, also its deciding
+    interval at `level` (name_dlo/dhi)."""
     r = ratio_ci(num, den)
     t.at[i, name] = r["ratio"] * scale
     t.at[i, f"{name}_ci_lo"] = r["ci_lo"] * scale
     t.at[i, f"{name}_ci_hi"] = r["ci_hi"] * scale
+    if level is not None:
+        d = ratio_ci(num, den, level)
+        t.at[i, f"{name}_dlo"] = d["ci_lo"] * scale
+        t.at[i, f"{name}_dhi"] = d["ci_hi"] * scale
 
 
 def _is_baseline(t: pd.DataFrame, i, base: pd.DataFrame | None) -> bool:
@@ -130,8 +148,9 @@ def _exact_at_baseline(t: pd.DataFrame, i, names: tuple[str, ...]) -> None:
     method would give it one from the baseline's own spread, counted twice)."""
     t.at[i, "is_baseline"] = True
     for name in names:
-        t.at[i, f"{name}_ci_lo"] = math.nan
-        t.at[i, f"{name}_ci_hi"] = math.nan
+        for sfx in ("ci_lo", "ci_hi", "dlo", "dhi"):
+            if f"{name}_{sfx}" in t:
+                t.at[i, f"{name}_{sfx}"] = math.nan
 
 
 def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
@@ -171,7 +190,7 @@ def not_reached_note(missed: int, total: int) -> str:
     return "not reached" if missed == total else f"not reached in {missed} of {total} repeats"
 
 
-def strong_table(df: pd.DataFrame) -> pd.DataFrame:
+def strong_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Speedup, efficiency and Karp-Flatt per world size against the DDP baseline (smallest measured
     DDP world size), efficiency also against the non-DDP world-1 point. Speedup = mean throughput over
     the baseline's mean throughput, CI by the delta method (both spreads count), efficiency =
@@ -180,9 +199,9 @@ def strong_table(df: pd.DataFrame) -> pd.DataFrame:
                "exposed_comm_pct", "exposed_comm_s", "compute_samples_per_s_per_rank", "test_loss",
                "final_train_loss"]
     sub = df[df["experiment"] == "strong"]
-    t = aggregate(sub, metrics)
+    t = aggregate(sub, metrics, level)
     for c in ["baseline_world_size", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
-              "efficiency_ci_hi", "efficiency_pct", "speedup_vs_nonddp", "speedup_vs_nonddp_ci_lo",
+              "efficiency_ci_hi", "efficiency_dlo", "efficiency_dhi", "efficiency_pct", "speedup_vs_nonddp", "speedup_vs_nonddp_ci_lo",
               "speedup_vs_nonddp_ci_hi", "efficiency_vs_nonddp", "efficiency_vs_nonddp_ci_lo",
               "efficiency_vs_nonddp_ci_hi", "karp_flatt"]:
         t[c] = math.nan
@@ -197,7 +216,7 @@ def strong_table(df: pd.DataFrame) -> pd.DataFrame:
                 b_p = float(base["world_size"].iloc[0])
                 t.at[i, "baseline_world_size"] = b_p
                 _ratio_columns(t, i, "speedup", ok, base["samples_per_s"])
-                _ratio_columns(t, i, "efficiency", ok, base["samples_per_s"], b_p / p)
+                _ratio_columns(t, i, "efficiency", ok, base["samples_per_s"], b_p / p, level)
                 t.at[i, "efficiency_pct"] = 100 * t.at[i, "efficiency"]
                 if bool(t.at[i, "ddp"]):
                     e = karp_flatt(t.at[i, "speedup"], p / b_p)
@@ -212,14 +231,14 @@ def strong_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
-def weak_table(df: pd.DataFrame) -> pd.DataFrame:
+def weak_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per-rank throughput and weak efficiency = per-rank throughput / the baseline's per-rank
     throughput, against the DDP baseline and the non-DDP world-1 point; scaled speedup = throughput
     ratio to the DDP baseline."""
     metrics = ["samples_per_s", "samples_per_s_per_rank", "epoch_time_s", "step_time_s", "nosync_step_time_s",
                "exposed_comm_pct", "exposed_comm_s", "compute_samples_per_s_per_rank"]
     sub = df[df["experiment"] == "weak"]
-    t = aggregate(sub, metrics)
+    t = aggregate(sub, metrics, level)
     for c in ["baseline_world_size", "weak_efficiency", "weak_efficiency_ci_lo", "weak_efficiency_ci_hi",
               "weak_efficiency_pct", "weak_efficiency_vs_nonddp", "weak_efficiency_vs_nonddp_ci_lo",
               "weak_efficiency_vs_nonddp_ci_hi", "scaled_speedup", "scaled_speedup_ci_lo", "scaled_speedup_ci_hi"]:
@@ -242,16 +261,17 @@ def weak_table(df: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
-def comm_table(df: pd.DataFrame) -> pd.DataFrame:
+def comm_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Exposed communication by placement, and the throughput a multi-node placement loses against
     the intra-node (1 node) placement of the same world size: 100 * (1 - inter / intra), CI from the
     throughput ratio's delta-method CI."""
     metrics = ["samples_per_s", "samples_per_s_per_rank", "exposed_comm_pct", "exposed_comm_s", "step_time_s",
                "nosync_step_time_s"]
     sub = df[df["experiment"] == "comm"]
-    t = aggregate(sub, metrics)
+    t = aggregate(sub, metrics, level)
     for c in ("intra_samples_per_s", "inter_vs_intra_loss_pct", "inter_vs_intra_loss_pct_ci_lo",
-              "inter_vs_intra_loss_pct_ci_hi", "intra_n_ok"):
+              "inter_vs_intra_loss_pct_ci_hi", "inter_vs_intra_loss_pct_dlo", "inter_vs_intra_loss_pct_dhi",
+              "intra_n_ok"):
         t[c] = math.nan
     for _, g in t.groupby(["model", "world_size"]):
         intra = g[(g["placement_class"] == INTRA) & (g["n_ok"] > 0) & g["ddp"].astype(bool)]
@@ -260,13 +280,16 @@ def comm_table(df: pd.DataFrame) -> pd.DataFrame:
         ref = _ok(sub, intra.iloc[0])["samples_per_s"]
         for i in g.index:
             if t.at[i, "nodes"] > 1 and bool(t.at[i, "ddp"]):
-                r = ratio_ci(_ok(sub, t.loc[i])["samples_per_s"], ref)
+                mine = _ok(sub, t.loc[i])["samples_per_s"]
+                r, d = ratio_ci(mine, ref), ratio_ci(mine, ref, level)
                 t.at[i, "intra_samples_per_s"] = float(ref.mean())
                 t.at[i, "intra_n_ok"] = len(ref)
                 t.at[i, "inter_vs_intra_loss_pct"] = 100 * (1 - r["ratio"])
                 # the loss falls as the ratio rises: the CI's ends swap
                 t.at[i, "inter_vs_intra_loss_pct_ci_lo"] = 100 * (1 - r["ci_hi"])
                 t.at[i, "inter_vs_intra_loss_pct_ci_hi"] = 100 * (1 - r["ci_lo"])
+                t.at[i, "inter_vs_intra_loss_pct_dlo"] = 100 * (1 - d["ci_hi"])
+                t.at[i, "inter_vs_intra_loss_pct_dhi"] = 100 * (1 - d["ci_lo"])
     return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
 
@@ -310,14 +333,15 @@ def compute_tables(measurements: pd.DataFrame, loss_curves: pd.DataFrame | None 
                    allreduce: pd.DataFrame | None = None, thresholds: dict | None = None) -> dict:
     """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size',
     'allreduce_sizes'} DataFrames and 'fits' (a dict). `thresholds` = the config's report section (target
-    loss, bootstrap size)."""
+    loss, bootstrap size) and the deciding intervals' level (decision_level)."""
     thresholds = thresholds or {}
+    level = float(thresholds.get("decision_level", 0.95))
     df = per_repeat(clean(measurements), clean_curves(loss_curves), thresholds)
     tables = {
         "points": points_status(df),
-        "strong": strong_table(df),
-        "weak": weak_table(df),
-        "comm": comm_table(df),
+        "strong": strong_table(df, level),
+        "weak": weak_table(df, level),
+        "comm": comm_table(df, level),
         "model_size": model_size_table(df),
         "allreduce_sizes": allreduce_table(clean_allreduce(allreduce)),
     }

@@ -18,12 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from kan import record as records
+from kan.config import Point
 
 from .columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, placement_class
 
 # every column measurements.csv has, in order; units are in the names
 COLUMNS = [
-    "point_id", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
+    "point_id", "family", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
     "spline_order", "nodes", "gpus_per_node", "world_size", "placement", "placement_class", "ddp",
     "batch_per_rank", "global_batch", "samples", "epochs", "rep", "status", "reason", "backend", "device_type",
     "launcher", "num_params", "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s",
@@ -105,7 +106,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
     row = {c: None for c in COLUMNS}
     widths = m.get("widths") or []
     row.update({
-        "point_id": point["id"], "study": point["study"], "experiment": point["experiment"],
+        "point_id": point["id"], "family": Point.from_json(point).family, "study": point["study"],
+        "experiment": point["experiment"],
         "impl": m.get("impl"), "basis": m.get("basis"), "model": model_label(point),
         "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
         "grid_size": m.get("grid_size"), "spline_order": m.get("spline_order"),
