@@ -36,17 +36,23 @@ def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
     return _ids(study)[(nodes, gpus)]
 
 
-def _ids(study: str) -> dict:
+def _points(study: str) -> list:
+    """Every planned point of the study's config (tests/slurm/*.yaml, layered)."""
     sys.path.insert(0, str(REPO / "workflow" / "scripts"))
     import plan
 
     layers = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
+              "slurmadapt": ["study.yaml", "study-adaptive.yaml"],
               "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"]}[study]
     cfg: dict = {}
     for name in layers:
         plan._merge(cfg, plan.read_yaml(REPO / "tests" / "slurm" / name))
-    pts = plan.build_points(plan.validate_config(cfg)).values()
-    return {(p.placement.nodes, p.placement.gpus_per_node): p.id for p in pts if p.experiment == "comm"}
+    return list(plan.build_points(plan.validate_config(cfg)).values())
+
+
+def _ids(study: str) -> dict:
+    return {(p.placement.nodes, p.placement.gpus_per_node): p.id for p in _points(study)
+            if p.experiment == "comm" and p.rep == 0}
 
 
 def snakemake(workdir: Path, targets: list[str], configfiles: list[str], extra_env: dict | None = None,
@@ -236,6 +242,24 @@ def test_srun_launcher_one_task_per_gpu(workdir):
         for node_ranks in by_node.values():  # local ids 0..gpus-1, one distinct GPU each
             assert sorted(int(r["slurm_localid"]) for r in node_ranks) == list(range(gpus))
             assert sorted(r["cuda_visible_devices"] for r in node_ranks) == [str(i) for i in range(gpus)]
+
+
+def test_adaptive_repeats_run_as_slurm_jobs_after_a_local_look(workdir):
+    study = "slurmadapt"
+    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml", "tests/slurm/study-adaptive.yaml"])
+    print(f"\n[slurm] adaptive study took {wall:.0f} s", file=sys.stderr)
+    assert rc == 0, log[-5000:]
+    look = json.loads((workdir / "results" / study / "looks" / "look1.json").read_text())
+    added = look["history"][0]["added"]
+    assert added, look["history"][0]
+    calls = sbatch_calls(log)
+    assert not [c for c in calls if "rule_look" in c]  # the look is a local rule, never a job
+    third = {p.family: p.id for p in _points(study) if p.rep == 2}
+    for fam in added:
+        pid = third[fam]
+        assert f"rule_measure_point_wildcards_{study}_{pid}" in calls, sorted(calls)  # the added repeat: a job
+        assert load_record(workdir, pid, study)["status"] == "ok"
+    assert (workdir / "reports" / study / "report.html").exists()
 
 
 def _study_jobs(study: str) -> dict[str, str]:

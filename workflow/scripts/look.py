@@ -45,7 +45,9 @@ def look(planned: list[dict], previous: dict | None, points_dir: str, benchmarks
     tidy = collect(points, {}, running, walls, points_dir=Path(points_dir))
     m = tidy["measurements"]
     tables = compute_tables(m, tidy["loss_curves"], tidy["allreduce"], thresholds)
-    model = build_model(clean(m), clean_allreduce(tidy["allreduce"]), thresholds)
+    # the bootstrap gives the model's bands, not its decisions (the recommendation rests on point
+    # predictions and the leave-one-out error): a look needs no more than the schema's minimum
+    model = build_model(clean(m), clean_allreduce(tidy["allreduce"]), {**thresholds, "bootstrap_samples": 20})
     guidelines = compute_guidelines(tables, thresholds, model)
     per_repeat, spent = costs(m, default_wall_s=30.0)
     batch = plan_batch(guidelines, family_keys(m), requested, plan, per_repeat, spent)

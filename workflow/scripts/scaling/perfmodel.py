@@ -8,7 +8,11 @@ Compute term, per model family (implementation and basis, all widths): the no_sy
 has no gradient all-reduce, as a function of the per-rank batch b and the parameter count P:
     compute(b, P) = c0 + k_b * b + k_bP * b * P        (c0, k_b, k_bP >= 0)
 c0 is the fixed cost of a step, k_b the per-sample cost that does not grow with the model, k_bP the
-per-sample-per-parameter cost (a KAN's FLOPs per sample grow with its parameters). A term the data
+per-sample-per-parameter cost (a KAN's FLOPs per sample grow with its parameters). CPU ranks that
+share too few cores time-share them: a step of ranks x threads > cores on one host takes
+s = ranks_per_host x threads_per_rank / cores times its compute (s >= 1; s = 1 on GPUs and wherever
+the host's core count is unknown, e.g. on Slurm), so compute is fitted to no_sync / s and predicted
+as s x compute (4 ranks x 1 thread on 2 cores: s = 2). A term the data
 cannot separate is left out and the model says so: with one per-rank batch, c0 is not separable from
 k_b * b and compute = k_b * b is assumed (proportional to the batch); with one parameter count k_bP
 merges into k_b. Relative residuals (prediction / measured - 1), one per ok repeat, so a 1 ms and a
@@ -101,14 +105,22 @@ def _compute_design(b, P, terms) -> np.ndarray:
     return np.column_stack([cols[t] for t in terms])
 
 
+def oversubscription(device, ranks_per_host, threads, cores) -> np.ndarray:
+    """s >= 1: how many times over the ranks' threads share a host's cores (1 on GPUs, or unknown)."""
+    ranks, threads, cores = (np.asarray(x, float) for x in (ranks_per_host, threads, cores))
+    s = np.where(np.isfinite(cores) & (cores > 0), ranks * np.nan_to_num(threads, nan=1.0) / cores, 1.0)
+    return np.where(np.asarray(device, object) == "cpu", np.maximum(s, 1.0), 1.0)
+
+
 def fit_compute(rows: pd.DataFrame) -> dict:
-    """{'terms', 'x'} of compute(b, P) over the no_sync step times of one family's ok DDP rows."""
+    """{'terms', 'x'} of compute(b, P) over the no_sync step times of one family's ok DDP rows (each
+    divided by its oversubscription)."""
     rows = rows[rows["nosync_step_time_s"] > 0]
     if rows.empty:
         raise NotFitted("no DDP point with a no_sync step time")
     b = rows["batch_per_rank"].to_numpy(float)
     P = rows["num_params"].to_numpy(float)
-    y = rows["nosync_step_time_s"].to_numpy(float)
+    y = rows["nosync_step_time_s"].to_numpy(float) / rows["oversub"].to_numpy(float)
     terms = (["c0_s", "per_sample_s"] if len(set(b)) >= 2 else ["per_sample_s"])
     if len(set(P)) >= 2:
         terms.append("per_sample_param_s")
@@ -182,12 +194,12 @@ def fit_all(train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
     return out
 
 
-def predict_step(fit: dict, family: str, cls: str, p, b, P, n) -> np.ndarray:
+def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0) -> np.ndarray:
     """Step time(s); raises NotFitted naming the term that is missing."""
     comp = fit["compute"].get(family)
     if not isinstance(comp, dict):
         raise NotFitted(comp or f"no compute term for {family}")
-    t = compute_time(comp, b, P)
+    t = compute_time(comp, b, P) * np.asarray(oversub, float)
     if np.max(np.atleast_1d(p)) > 1:
         comm = fit["comm"].get(cls)
         if not isinstance(comm, dict):
@@ -201,6 +213,10 @@ def training_rows(df: pd.DataFrame) -> pd.DataFrame:
     and no all-reduce: they are not part of this model)."""
     ok = df[(df["status"] == "ok") & df["ddp"].astype(bool) & (df["step_time_s"] > 0)].copy()
     ok["family"] = [model_family(m) for m in ok["model"]]
+    col = lambda c: ok[c] if c in ok else pd.Series(np.nan, index=ok.index)  # noqa: E731
+    hosts = col("num_hosts").fillna(ok["nodes"]).clip(lower=1)
+    ok["oversub"] = oversubscription(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
+                                     col("host_cpus"))
     return ok
 
 
@@ -209,7 +225,7 @@ def _configs(train: pd.DataFrame, model: str, cls: str) -> pd.DataFrame:
     sub = train[(train["model"] == model) & train["placement_class"].isin([cls, SINGLE])]
     return sub.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
         step_time_s=("step_time_s", "mean"), num_params=("num_params", "median"), grads_bytes=("grads_bytes", "median"),
-        family=("family", "first"))
+        family=("family", "first"), oversub=("oversub", "median"))
 
 
 def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> dict:
@@ -226,7 +242,7 @@ def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> 
         held = conf[conf["world_size"] == p]
         try:
             pred = np.concatenate([predict_step(fit, r.family, r.placement_class, p, r.batch_per_rank, r.num_params,
-                                                r.grads_bytes) for r in held.itertuples()])
+                                                r.grads_bytes, r.oversub) for r in held.itertuples()])
         except NotFitted as e:
             out["per_world_size"].append({"world_size": p, "reason": f"without p = {p}: {e}"})
             continue
@@ -375,15 +391,32 @@ def _one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold
                 entry["comm"]["exposure"]["note"] = f"assumed 1 (no overlap): no {cls} training point measured"
         entry["validation"] = validate(train, sweep, model, cls)
         entry["predictions"] = _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn,
-                                            measured.get(cls, 0))
+                                            measured.get(cls, 0), _sharing(mine, cls))
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
 
 
-def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measured_max) -> list[dict]:
+def _sharing(mine: pd.DataFrame, cls: str):
+    """p -> the oversubscription a prediction at p ranks of class `cls` assumes, on the hosts this
+    model was measured on: 1 rank per host (single-rank), all p on one host (intra-node, or a
+    simulated inter-node placement), or the measured ranks per node (inter-node)."""
+    def col(c, default):
+        return float(mine[c].median()) if c in mine and mine[c].notna().any() else default
+
+    device = mine["device_type"].mode().iloc[0] if "device_type" in mine and mine["device_type"].notna().any() else None
+    cores, threads = col("host_cpus", math.nan), col("threads_per_rank", 1.0)
+    per_node = col("gpus_per_node", 1.0) if cls == INTER else None
+
+    def share(p: int) -> float:
+        ranks = 1 if cls == SINGLE else (min(per_node, p) if per_node else p)
+        return float(oversubscription([device], [ranks], [threads], [cores])[0])
+    return share
+
+
+def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measured_max, share) -> list[dict]:
     def totals(fit, p):
-        step = predict_step(fit, fam, cls, p, _batch(w, p), P, n)[0]
+        step = predict_step(fit, fam, cls, p, _batch(w, p), P, n, share(p))[0]
         return step, float(_total_time(w, p, step))
 
     base_point = totals(point, 1)[1]
@@ -414,6 +447,7 @@ def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measur
             "efficiency": _band(speed / p, [x[2] / x[1] / p for x in ds]),
             "gpu_hours": p * total / 3600,
             "extrapolated": p > max(measured_max, 1),
+            "oversubscription": share(p),
         })
     return rows
 

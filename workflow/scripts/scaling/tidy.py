@@ -32,6 +32,7 @@ COLUMNS = [
     "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
     "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
     "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
+    "threads_per_rank", "host_cpus",
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
 ]
@@ -116,6 +117,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "batch_per_rank": t.get("batch_per_rank"),
         "global_batch": t["batch_per_rank"] * world if t else None,
         "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
+        "threads_per_rank": p.get("threads_per_rank", 1),
         "status": state, "reason": reason, "job_wall_s": job_wall_s,
     })
     rec = record or {}
@@ -156,6 +158,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "num_hosts": rec.get("num_hosts"),
         "hostnames": ",".join(sorted({r.get("hostname", "?") for r in ranks})) or None,
         "device_name": ",".join(sorted({str(r.get("device_name")) for r in ranks})) or None,
+        # the cores a local point's ranks shared (Slurm records leave it out: the allocation says)
+        "host_cpus": isolation.get("cpu_count"),
         "contended": isolation.get("contended"),
         "contention": "; ".join(isolation.get("reasons") or []) or None,
         "exclusive": isolation.get("exclusive"),
