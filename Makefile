@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 
 CONFIG ?= config/local.yaml
 
-.PHONY: demo test test-fast system-deps clean-results slurm-up slurm-down check plan status report pykan-env
+.PHONY: demo sample-report test test-fast system-deps clean-results slurm-up slurm-down check plan status report pykan-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
@@ -28,6 +28,12 @@ demo: $(STAMP)
 	$(BIN)/python -m snakemake --profile profiles/local --configfile '$(CONFIG)'
 	@echo
 	@$(BIN)/python workflow/scripts/study.py where '$(CONFIG)'
+
+# docs/sample-report.html (+ a phone-width screenshot and a note of the machine): a fresh demo's report
+sample-report: $(STAMP)
+	rm -rf results/local reports/local
+	@start=$$(date +%s); $(MAKE) --no-print-directory demo && \
+	  $(BIN)/python workflow/scripts/sample_report.py $$(( $$(date +%s) - start ))
 
 # pykan's own environment (the workflow makes it by itself when a study lists impl: pykan)
 pykan-env: .venv-pykan/.installed

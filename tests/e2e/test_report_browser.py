@@ -9,6 +9,7 @@ Needs Debian's `chromium` (apt-get install chromium). Skipped only when chromium
 screenshot (the narrow one is kept next to it as <path>-narrow.png).
 """
 
+import json
 import os
 import re
 import shutil
@@ -110,3 +111,25 @@ def test_report_in_headless_chromium(browser, tmp_path):
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(wide, keep)
         shutil.copy(narrow, str(Path(keep).with_suffix("")) + "-narrow.png")
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_sample_report_renders_and_concludes(browser, tmp_path):
+    """docs/sample-report.html (made by `make sample-report`, linked from README) opens in a real
+    browser, its figures decode, and its guidelines section holds decided advice, as its note says."""
+    html = (SAMPLE / "sample-report.html").read_text(encoding="utf-8")
+    probed = tmp_path / "sample.html"
+    probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    text, scroll, inner = probe(browser, probed, tmp_path / "profile", WIDE)
+    guidelines = re.search(r'<section id="guidelines">(.*?)</section>', text, re.S).group(1)
+    advice = re.findall(r'class="guideline advice"', guidelines)
+    note = json.loads((SAMPLE / "sample-report.json").read_text())
+    assert len(advice) == note["guidelines"]["advice"] >= 3, note
+    assert "decided at look" in guidelines
+    total, decoded = map(int, re.search(r'data-images="(\d+):(\d+)"', text).groups())
+    assert total > 0 and decoded == total
+    assert scroll <= inner
+    png = (SAMPLE / "sample-report-phone.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 390

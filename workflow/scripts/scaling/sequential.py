@@ -19,8 +19,10 @@ world size x the median wall time of its jobs (rank-hours), and the looks never 
 `budget_rank_hours` in all.
 
 The error rate. Looking K times at data that grow between the looks lets chance decide more often
-than a single interval's alpha: five looks at 95% intervals decide about 14% of the time when the
-truth sits exactly on the threshold (`simulate` below; tests/unit/test_sequential.py). kanscale
+than a single interval's alpha: five equally spaced looks at 95% intervals decide about 14% of the
+time when the truth sits exactly on the threshold (Armitage, McPherson and Rowe 1969), these looks
+(first at `min` repeats, then sized batches) about 11% with three looks (`simulate` below;
+tests/unit/test_sequential.py, benchmarks/sequential_decisions.py). kanscale
 splits alpha over the looks (Bonferroni): every deciding interval, at every look and in the report,
 has level 1 - alpha / K, so P(some look decides wrongly) <= K * alpha / K = alpha, whatever the
 looks did in between. With fixed repeats (K = 1) that is today's 95% interval at alpha = 0.05.

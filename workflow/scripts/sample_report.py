@@ -1,0 +1,69 @@
+"""The sample report in the repository (docs/sample-report.html, linked at the top of README.md):
+the demo's report as `make demo` wrote it, a phone-width screenshot of it, and a note of the machine,
+the date, the wall time and what the guidelines decided.
+
+    make sample-report      # = make demo, then: python workflow/scripts/sample_report.py <demo wall seconds>
+
+Needs Debian's chromium for the screenshot (the report's browser test uses the same).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PHONE_WIDTH = 390  # CSS px of a common phone
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def screenshot(page: Path, out: Path, width: int = PHONE_WIDTH, height: int = 2400) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SystemExit("chromium is not installed (apt-get install -y chromium): no screenshot")
+    with tempfile.TemporaryDirectory() as profile:
+        res = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                              "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+                              "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={out}",
+                              page.as_uri()], capture_output=True, text=True, timeout=120)
+    if res.returncode != 0 or not out.exists():
+        raise SystemExit(f"the screenshot failed: {res.stderr[-1000:]}")
+
+
+def main(wall_s: float, study: str = "local") -> None:
+    report = ROOT / "reports" / study / "report.html"
+    guidelines = json.loads((ROOT / "results" / study / "guidelines.json").read_text())["guidelines"]
+    counts = {s: sum(g["status"] == s for g in guidelines) for s in ("advice", "inconclusive", "not_enough_data")}
+    DOCS.mkdir(exist_ok=True)
+    shutil.copyfile(report, DOCS / "sample-report.html")
+    screenshot(DOCS / "sample-report.html", DOCS / "sample-report-phone.png")
+    note = {
+        "made_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": "make demo",
+        "config": "config/local.yaml", "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.platform()}",
+        "demo_wall_s": round(wall_s), "load_average_after": round(os.getloadavg()[0], 2),
+        "guidelines": counts, "advice": [g["id"] for g in guidelines if g["status"] == "advice"],
+    }
+    (DOCS / "sample-report.json").write_text(json.dumps(note, indent=1) + "\n")
+    print(json.dumps(note, indent=1))
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else float("nan"))
