@@ -1,6 +1,7 @@
 """The analysis and report rules under Snakemake, on synthetic point records (no training): a copy of
-the workflow gets one record per planned point of config/local.yaml (one of them failed, with markup in
-its reason) and Snakemake builds measurements.csv -> tables, model.json -> figures -> guidelines ->
+the workflow, whose config/local.yaml is tests/configs/report-synthetic.yaml (fixed repeats, world
+sizes 1 and 2, a 2-"node" point: the demo's own config changes with the demo), gets one record per
+planned point (one of them failed, with markup in its reason) and Snakemake builds measurements.csv -> tables, model.json -> figures -> guidelines ->
 expectations -> report.html. The records carry a one-entry loss curve, and the all-reduce points an
 alpha-beta sweep. Then: `snakemake --report` carries the figures; a moved copy re-runs nothing; a
 second study compared and expectations checked re-run only the report rules."""
@@ -83,7 +84,8 @@ def workdir(tmp_path_factory):
     for name in COPY:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
-    cfg = plan.load_config(ROOT / "config" / "local.yaml")
+    shutil.copy(ROOT / "tests/configs/report-synthetic.yaml", wd / "config/local.yaml")
+    cfg = plan.load_config(wd / "config" / "local.yaml")
     points = plan.build_points(copy.deepcopy(cfg))
     training = [pid for pid, pt in points.items() if pt.experiment != "allreduce"]
     for pid, point in points.items():
@@ -129,7 +131,7 @@ def test_workflow_builds_report(built):
     # every figure, loss curves and the all-reduce sweep included, one panel per image
     assert html.count('<img src="data:image/png;base64,') == len(FIGURES)
     assert "no loss curve recorded" not in html and "no all-reduce sweep measured" not in html
-    assert "not enough world sizes to fit (have 2, need 3)" in html  # local.yaml: world sizes 1 and 2
+    assert "not enough world sizes to fit (have 2, need 3)" in html  # report-synthetic.yaml: world sizes 1 and 2
     # the summary box: hardware, counts by state (one failed point), no expectation configured
     summary = re.search(r'<section id="summary">(.*?)</section>', html, re.S).group(1)
     assert "host0, host1" in summary and "gloo" in summary

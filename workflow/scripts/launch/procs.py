@@ -112,7 +112,9 @@ class ProcessTree:
             out = Outcome(exit_codes=[])
             end = t0 + deadline_s
             first_error = None
-            while any(p.poll() is None for p in self.procs):
+            # poll every process each round: any() would stop at the first live one and never see a
+            # later rank's error, so fail-fast would wait for the deadline
+            while None in [p.poll() for p in self.procs]:
                 if self._stop_signal is not None:
                     break
                 if first_error is None and any(p.returncode not in (None, 0) for p in self.procs):
