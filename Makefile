@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 
 CONFIG ?= config/local.yaml
 
-.PHONY: demo sample-report test test-fast system-deps clean-results slurm-up slurm-down check plan status report pykan-env
+.PHONY: demo sample-report test test-fast system-deps clean-results slurm-up slurm-down cluster-down check plan status report pykan-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "kanscale needs Python >= 3.11"'
@@ -60,6 +60,11 @@ slurm-up:
 
 slurm-down:
 	bash tests/slurm/slurm-local.sh stop
+
+# the emulated cluster (network.emulate): remove whatever a killed run left (namespaces, bridge,
+# the processes in them, the state file); idempotent, root only. No venv needed: stdlib only
+cluster-down:
+	$(PYTHON) workflow/scripts/cluster.py down-all
 
 clean-results:
 	rm -rf results reports/*/ .snakemake

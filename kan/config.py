@@ -252,9 +252,31 @@ class Placement:
     device: str = field(default="auto", metadata=_meta(
         "auto = CUDA when a usable device is visible, else CPU (gloo)", choices=DEVICES))
     threads_per_rank: int = field(default=1, metadata=_meta("torch (and numba) threads per rank", lo=1, hi=1024))
+    # the emulated cluster (workflow/scripts/launch/netemu.py): a multi-node point's nodes are network
+    # namespaces on one host, each node's egress limited to link_mbit; 0 = no emulation
+    link_mbit: float = field(default=0.0, metadata=_meta(
+        "emulated inter-node link rate (0 = not emulated)", "Mbit/s", lo=0, hi=100_000))
+    link_burst_kb: float = field(default=32.0, metadata=_meta("emulated link's tbf burst", "KiB", gt=0, hi=65536))
+    link_latency_us: float = field(default=0.0, metadata=_meta(
+        "emulated link's added one-way delay (netem; 0 = none)", "us", lo=0, hi=1_000_000))
 
     def __post_init__(self) -> None:
         _validate(self, "placement.", None)
+        if self.link_mbit and self.nodes < 2:
+            raise PointError("placement.link_mbit", "an emulated link joins nodes: only points of 2 or more nodes")
+
+    @property
+    def emulated(self) -> bool:
+        return self.link_mbit > 0
+
+    def measured(self) -> dict:
+        """The placement as the id's hash sees it: the link fields only where a link is emulated, so
+        every point measured before emulation existed keeps its id."""
+        d = _plain(self)
+        if not self.emulated:
+            for k in ("link_mbit", "link_burst_kb", "link_latency_us"):
+                d.pop(k)
+        return d
 
     @property
     def world_size(self) -> int:
@@ -317,7 +339,7 @@ class Point:
     # ---- identity ----
     def measured(self) -> dict:
         """Every field that changes what this point measures (the id's hash covers exactly these)."""
-        d = {"experiment": self.experiment, "placement": _plain(self.placement)}
+        d = {"experiment": self.experiment, "placement": self.placement.measured()}
         if self.allreduce is not None:
             d["allreduce"] = _plain(self.allreduce)
         else:
@@ -337,7 +359,7 @@ class Point:
     def _name(self, rep: str) -> str:
         digest = hashlib.sha1(json.dumps(self.measured(), sort_keys=True).encode()).hexdigest()[:8]
         p = self.placement
-        where = f"n{p.nodes}g{p.gpus_per_node}"
+        where = f"n{p.nodes}g{p.gpus_per_node}" + (f"l{p.link_mbit:g}" if p.emulated else "")
         if self.experiment == "allreduce":
             return "-".join(filter(None, ("allreduce", where, rep, digest)))
         model = self.model.label + ("" if self.train.ddp else "_noddp")

@@ -12,7 +12,10 @@
 # No accounting (no slurmdbd): snakemake must poll with `--slurm-status-command squeue`.
 # Env knobs: SLURM_LOCAL_DIR (state, logs, PIDs; default /tmp/kanscale-slurm),
 #   SLURM_LOCAL_NODES (2), SLURM_LOCAL_GPUS (fake GPUs per node, 2), SLURM_LOCAL_CPUS (per node, 4),
-#   SLURM_LOCAL_MEM_MB (per node, 8000), SLURM_LOCAL_APT_UPDATE (1: apt-get update before install).
+#   SLURM_LOCAL_MEM_MB (per node, 8000), SLURM_LOCAL_APT_UPDATE (1: apt-get update before install),
+#   SLURM_LOCAL_EMULATE (1: each slurmd in its own network namespace and CPU set of the emulated
+#   cluster `slurm`, workflow/scripts/launch/netemu.py: n<i> at 198.18.2.<i>, slurmctld on the
+#   bridge's 198.18.2.254; a point with an emulated link shapes its nodes' links itself).
 #
 # Traps this script avoids (see shared/research/slurm-local.md):
 # * the config must be /etc/slurm/slurm.conf: the snakemake jobstep plugin strips SLURM_CONF
@@ -30,6 +33,10 @@ NUM_GPUS=${SLURM_LOCAL_GPUS:-2}
 NUM_CPUS=${SLURM_LOCAL_CPUS:-4}
 MEM_MB=${SLURM_LOCAL_MEM_MB:-8000}
 HOSTS_MARK="# kanscale slurm-local fake nodes"
+EMULATE=${SLURM_LOCAL_EMULATE:-0}
+HERE=$(cd "$(dirname "$0")" && pwd)
+CLUSTER="python3 $HERE/../../workflow/scripts/cluster.py"
+EMU_NET=198.18.2
 PKGS="munge slurmctld slurmd slurm-client"
 
 say() { printf '[slurm-local %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -68,9 +75,23 @@ do_install() {
   slurmctld -V
 }
 
+# one NodeName line for all nodes on 127.0.0.1, or (emulated) one per node at its own address
+node_lines() {
+  local i common="CPUs=$NUM_CPUS RealMemory=$MEM_MB Gres=gpu:$NUM_GPUS State=UNKNOWN"
+  if [ "$EMULATE" = 1 ]; then
+    for i in $(seq 1 "$NUM_NODES"); do
+      echo "NodeName=n$i NodeHostname=localhost NodeAddr=$EMU_NET.$i Port=$((17000 + i)) $common"
+    done
+  else
+    echo "NodeName=n[1-$NUM_NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NUM_NODES))] $common"
+  fi
+}
+
 write_conf() {
   local ctl last i
   ctl=$(hostname -s)
+  # emulated: the controller listens on the bridge's address, which every node's namespace reaches
+  [ "$EMULATE" = 1 ] && ctl="$ctl($EMU_NET.254)"
   last=$((NUM_GPUS - 1))
   mkdir -p /etc/slurm "$BASE/state" "$BASE/log" "$BASE/run" "$BASE/fakedev"
   for i in $(seq 1 "$NUM_NODES"); do mkdir -p "$BASE/run/slurmd-n$i"; done
@@ -113,16 +134,20 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 GresTypes=gpu
-NodeName=n[1-$NUM_NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NUM_NODES))] CPUs=$NUM_CPUS RealMemory=$MEM_MB Gres=gpu:$NUM_GPUS State=UNKNOWN
+$(node_lines)
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
   printf 'AutoDetect=off\nNodeName=n[1-%s] Name=gpu File=%s/fakedev/nvidia[0-%s]\n' \
     "$NUM_NODES" "$BASE" "$last" > /etc/slurm/gres.conf
   if ! grep -q "$HOSTS_MARK" /etc/hosts; then
-    local names; names=$(seq -f 'n%g' -s ' ' 1 "$NUM_NODES")
+    local names short; names=$(seq -f 'n%g' -s ' ' 1 "$NUM_NODES"); short=$(hostname -s)
     # slurmctld must resolve its own SlurmctldHost; fresh CI machines do not always
-    getent hosts "$ctl" >/dev/null || names="$names $ctl"
-    echo "127.0.0.1 $names $HOSTS_MARK" >> /etc/hosts
+    getent hosts "$short" >/dev/null || echo "127.0.0.1 $short $HOSTS_MARK" >> /etc/hosts
+    if [ "$EMULATE" = 1 ]; then
+      for i in $(seq 1 "$NUM_NODES"); do echo "$EMU_NET.$i n$i $HOSTS_MARK" >> /etc/hosts; done
+    else
+      echo "127.0.0.1 $names $HOSTS_MARK" >> /etc/hosts
+    fi
   fi
 }
 
@@ -157,9 +182,23 @@ do_start() {
     cp /run/munge/munged.pid "$BASE/run/munged.pid"   # ours to stop
     munge -n | unmunge >/dev/null
   fi
+  local i idx ns addr cpus
+  if [ "$EMULATE" = 1 ]; then
+    $CLUSTER up slurm "$NUM_NODES" > "$BASE/run/cluster.txt"
+  fi
   slurmctld -i                                   # forks; PID file in $BASE/run
-  local i
-  for i in $(seq 1 "$NUM_NODES"); do slurmd -N "n$i"; done
+  if [ "$EMULATE" = 1 ]; then
+    # the cluster is stale when slurmctld is gone (kill -9 included): the next start or
+    # `make cluster-down` removes it
+    $CLUSTER owner slurm "$(cat "$BASE/run/slurmctld.pid")"
+    while read -r idx ns addr cpus; do
+      # nsenter joins only the network namespace: `ip netns exec` would also remount /sys, hiding
+      # /sys/fs/cgroup, without which slurmd does not start
+      nsenter --net="/run/netns/$ns" taskset -c "$cpus" slurmd -N "n$((idx + 1))"
+    done < "$BASE/run/cluster.txt"
+  else
+    for i in $(seq 1 "$NUM_NODES"); do slurmd -N "n$i"; done
+  fi
   for _ in $(seq 1 120); do
     if [ "$(sinfo -h -o '%T' 2>/dev/null | sort -u)" = idle ]; then do_status; return 0; fi
     sleep 0.5
@@ -195,6 +234,8 @@ do_stop() {
   for f in "$BASE"/run/slurmd-n*.pid; do [ -e "$f" ] && stop_pid "$f"; done
   stop_pid "$BASE/run/slurmctld.pid"
   stop_pid "$BASE/run/munged.pid"
+  # an emulated cluster of an earlier start (whatever SLURM_LOCAL_EMULATE says now)
+  if [ -e "$BASE/run/cluster.txt" ]; then $CLUSTER down slurm >/dev/null || true; rm -f "$BASE/run/cluster.txt"; fi
   # rewrite in place (works where /etc/hosts is a bind mount)
   h=$(grep -v "$HOSTS_MARK" /etc/hosts || true)
   printf '%s\n' "$h" > /etc/hosts

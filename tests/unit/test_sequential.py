@@ -6,6 +6,7 @@ import pytest
 
 from scaling.repeats import RepeatPlan, next_batch
 from scaling.sequential import plan_batch, simulate
+from scaling.tables import GROUP
 
 ALPHA = 0.05
 N = 4000  # studies per case: the rate's standard error at 5% is 0.34 points
@@ -58,9 +59,10 @@ def test_next_batch_is_capped_by_max():
     assert next_batch(None, 3, plan) == 0 and next_batch(4, 6, plan) == 0
 
 
-KEY_A = {"experiment": "strong", "model": "m", "nodes": 1, "gpus_per_node": 2, "hidden_width": None, "ddp": True}
+KEY_A = {"experiment": "strong", "model": "m", "nodes": 1, "gpus_per_node": 2, "link_mbit": "0.0", "hidden_width": None,
+         "ddp": True}
 KEY_B = {**KEY_A, "gpus_per_node": 1}
-FAMILIES = {tuple(KEY_A.values()): "famA", tuple(KEY_B.values()): "famB"}
+FAMILIES = {tuple(KEY_A[c] for c in GROUP): "famA", tuple(KEY_B[c] for c in GROUP): "famB"}
 
 
 def undecided(gid, *targets):

@@ -439,6 +439,16 @@ def allreduce_topologies(cfg: dict) -> list[dict]:
     return out
 
 
+def links(cfg: dict, topo: dict) -> list[dict]:
+    """Placement fields of the emulated links a topology is measured over: one per configured rate
+    for a point of 2 or more nodes when network.emulate is on, else none ([{}])."""
+    net = cfg.get("network") or {}
+    if not net.get("emulate") or topo["nodes"] < 2:
+        return [{}]
+    return [{"link_mbit": float(r), "link_burst_kb": float(net.get("burst_kb", 32)),
+             "link_latency_us": float(net.get("latency_us", 0))} for r in net.get("rates_mbit", [100, 400])]
+
+
 def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[str, Point]:
     points: dict[str, Point] = {}
     placement_base, train_base, limits = parts["placement"], parts["train"], parts["limits"]
@@ -455,19 +465,20 @@ def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[s
 
     for experiment, widths, topo, samples, bpr, ddp in _training_rows(cfg):
         # limits (nodes, ranks per node) are checked by Point, with the point's context
-        place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
         train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
-        for mc in parts["models"]:
-            model = dataclasses.replace(mc, widths=tuple(widths))
-            for rep in range(repeat_plan(cfg).max):
-                add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
-                    f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
-                    train=train, placement=place)
+        for link in links(cfg, topo):
+            place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"], **link)
+            for mc in parts["models"]:
+                model = dataclasses.replace(mc, widths=tuple(widths))
+                for rep in range(repeat_plan(cfg).max):
+                    add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
+                        f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
+                        train=train, placement=place)
     a = _enabled(cfg["experiments"], "allreduce")
     if a:
         sweep = AllreduceConfig(**_kwargs(cfg, AllreduceConfig))
-        for topo in allreduce_topologies(cfg):
-            place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"])
+        for topo, link in ((t, k) for t in allreduce_topologies(cfg) for k in links(cfg, t)):
+            place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"], **link)
             for rep in range(repeat_plan(cfg).max):
                 add(f"experiments.allreduce ({topo['nodes']}x{topo['gpus_per_node']})", experiment="allreduce",
                     rep=rep, placement=place, allreduce=sweep)

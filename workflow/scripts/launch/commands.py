@@ -6,7 +6,9 @@ Locally (no Slurm job):
     torchrun agent would add an interpreter, torch's import and a rendezvous, 2-3 s per point on a
     2-core machine, and change nothing inside the training loop;
   * several nodes: one torchrun agent per "node" on 127.0.0.1 with c10d rendezvous, so the
-    inter-node code path runs on one machine too (labelled a simulation in the report).
+    inter-node code path runs on one machine too (labelled a simulation in the report);
+  * several nodes on the emulated cluster (placement.link_mbit > 0): the same agents, each in its
+    node's network namespace and CPU set, over a link of known rate (emulated_commands).
 Inside a Slurm job (`launcher: torchrun`): one `srun` with one torchrun agent per node; c10d on the
 first host of the job's node list, rendezvous id = job id, port = PORT_BASE + job id mod PORT_SPAN.
 `launcher: srun`: one Slurm task per rank, ranks from SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID.
@@ -40,6 +42,7 @@ FAULTS = ("drop-last-agent", "bad-flag")
 PYKAN_VENV = Path(".venv-pykan")
 PYKAN_DRIVER = Path(__file__).resolve().parents[1] / "pykan_train.py"
 KANSCALE_DIR = Path(kan_config.__file__).resolve().parent  # the driver loads this package as `kanscale`
+NODE_LAUNCHER = Path(__file__).resolve().parents[1] / "launch_node.py"
 
 
 def python_for(point: Point) -> str:
@@ -100,6 +103,27 @@ def local_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     return [(list(agent), {}) for _ in range(num_agents(point, fault))]
 
 
+def emulated_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir: Path, cluster,
+                      fault: str | None = None, port: int | None = None) -> list[tuple[list[str], dict]]:
+    """[(argv, extra environment)] of a multi-node point on the emulated cluster (launch/netemu.py):
+    node i's torchrun agent runs inside namespace i (`ip netns exec`) on node i's CPU set (`taskset`),
+    so every inter-node byte crosses the shaped link. Node 0 hosts the rendezvous store on its own
+    address (is_host=1: the store is not on the hostname's address, so torchrun must be told); gloo
+    binds eth0 (GLOO_SOCKET_IFNAME; without it, it binds 127.0.0.1 and the peers cannot connect)."""
+    from . import netemu
+
+    endpoint = f"{cluster.nodes[0].address}:{port or free_port()}"
+    train = train_argv(point, launch, out, fault)
+    cmds = []
+    for node in cluster.nodes[:num_agents(point, fault)]:
+        rdzv = _rendezvous(point, launch, endpoint, attempt_dir.name)
+        rdzv[-1] += f",is_host={int(node.index == 0)}"
+        agent = [*_torchrun(point, attempt_dir / "torchrun"), *rdzv, f"--local-addr={node.address}", *train]
+        wrap = ["ip", "netns", "exec", node.namespace, "taskset", "-c", ",".join(map(str, node.cpus))]
+        cmds.append(([*wrap, *agent], {"GLOO_SOCKET_IFNAME": netemu.IFNAME}))
+    return cmds
+
+
 # what the record keeps of `scontrol show job` (what Slurm granted)
 JOB_FIELDS = ("JobName", "Partition", "Account", "NodeList", "NumNodes", "NumTasks", "CPUs/Task", "TresPerNode",
               "TRES", "MinMemoryNode", "TimeLimit", "OverSubscribe")
@@ -136,4 +160,14 @@ def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     log_dir = attempt_dir / "torchrun"
     if p.nodes == 1:
         return [(srun + _torchrun(point, log_dir) + ["--standalone", "--nnodes=1", *train], env)]
+    if p.emulated:
+        # the nodes are network namespaces of the emulated cluster (tests/slurm/slurm-local.sh
+        # SLURM_LOCAL_EMULATE=1): per node, launch_node.py sets is_host and the node's address
+        from . import netemu
+
+        rdzv = _rendezvous(point, launch, f"{hosts[0]}:{port}", job_id)
+        rdzv[-1] += ",is_host={NODE_IS_HOST}"
+        env["GLOO_SOCKET_IFNAME"] = netemu.IFNAME
+        return [(srun + [sys.executable, str(NODE_LAUNCHER), *_torchrun(point, log_dir), *rdzv,
+                         "--local-addr={NODE_ADDR}", *train], env)]
     return [(srun + _torchrun(point, log_dir) + _rendezvous(point, launch, f"{hosts[0]}:{port}", job_id) + train, env)]

@@ -47,20 +47,22 @@ def other_points(own_pid: int) -> list[dict]:
     return out
 
 
-def local_snapshot(own_pid: int, ranks: int = 1, threads_per_rank: int = 1) -> dict:
-    """`ranks` x `threads_per_rank` threads of this point will share this machine's cores."""
+def local_snapshot(own_pid: int, ranks: int = 1, threads_per_rank: int = 1, cores: int | None = None) -> dict:
+    """`ranks` x `threads_per_rank` threads of this point will share `cores` cores (default: this
+    machine's; an emulated node's own CPU set for the ranks of one emulated node)."""
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    cores = os.cpu_count() or 1
+    host_cores = os.cpu_count() or 1
+    own = cores or host_cores
     others = other_points(own_pid)
     reasons = []
-    if ranks * threads_per_rank > cores:
-        reasons.append(f"oversubscribed: {ranks} ranks x {threads_per_rank} thread(s) on {cores} cores")
+    if ranks * threads_per_rank > own:
+        reasons.append(f"oversubscribed: {ranks} ranks x {threads_per_rank} thread(s) on {own} cores")
     if others:
         reasons.append(f"{len(others)} other kanscale/torchrun process(es) ran when it started "
                        f"(pids {', '.join(str(o['pid']) for o in others[:5])})")
-    if load1 is not None and load1 > cores:
-        reasons.append(f"1-minute load average {load1:.1f} > {cores} cores")
-    return {"contended": bool(reasons), "reasons": reasons, "loadavg_1m": load1, "cpu_count": cores,
+    if load1 is not None and load1 > host_cores:
+        reasons.append(f"1-minute load average {load1:.1f} > {host_cores} cores")
+    return {"contended": bool(reasons), "reasons": reasons, "loadavg_1m": load1, "cpu_count": host_cores,
             "other_processes": others[:10], "exclusive": None}
 
 

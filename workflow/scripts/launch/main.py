@@ -19,6 +19,7 @@ failed point is data, not a crash of the study.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -32,7 +33,7 @@ from kan import env as kan_env
 from kan import record as records
 from kan.config import LaunchSettings, Point, PointError
 
-from . import claims, commands, failure, isolation, slurm
+from . import claims, commands, failure, isolation, netemu, slurm
 from .procs import ProcessTree, alive
 
 # seconds kept back from the job's time limit to write a timeout record before the scheduler kills us
@@ -101,6 +102,8 @@ class Launch:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         self.attempt_dir = self.folder / f"{stamp}-{self.claim.token}"
         self.t0 = time.monotonic()
+        self.cluster = None  # the emulated cluster of a point with an emulated link (launch/netemu.py)
+        self.network: dict | None = None  # what the record keeps of it
 
     def deadline_s(self) -> float:
         return max(self.launch.runtime_min * 60 - DEADLINE_MARGIN_S - (time.monotonic() - self.t0), 30)
@@ -149,6 +152,13 @@ class Launch:
         return True
 
     def _commands(self, trainer_out: Path) -> tuple[list[tuple[list[str], dict]], dict]:
+        place = self.point.placement
+        if self.cluster is not None and not self.job_id:
+            cmds = commands.emulated_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.cluster,
+                                              self.fault)
+            # each node has its own cores: contention is judged per node, as on a real cluster
+            return cmds, isolation.local_snapshot(os.getpid(), place.gpus_per_node, place.threads_per_rank,
+                                                  cores=len(self.cluster.nodes[0].cpus))
         if self.job_id:
             job = slurm.job_info(self.job_id)
             hosts = slurm.hostnames(job["NodeList"])
@@ -156,10 +166,55 @@ class Launch:
                                            hosts, self.fault, job)
             return cmds, isolation.slurm_snapshot(self.job_id, job, hosts)
         cmds = commands.local_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.fault)
-        place = self.point.placement
         return cmds, isolation.local_snapshot(os.getpid(), place.world_size, place.threads_per_rank)
 
     def _measure(self) -> int:
+        """Measure on this host, or inside the point's Slurm job; a point with an emulated link gets
+        a fresh emulated cluster (launch/netemu.py) for the length of the attempt."""
+        place = self.point.placement
+        if not place.emulated:
+            return self._measure_on()
+        self.attempt_dir.mkdir(parents=True, exist_ok=True)
+        why = netemu.why_not()
+        if why:
+            return self._commit(records.failure(self.point.to_json(), "failed", f"emulated link: {why}"), None, {})
+        link = netemu.Link(place.link_mbit, place.link_burst_kb, place.link_latency_us)
+        with contextlib.ExitStack() as stack:
+            try:
+                session = (self._slurm_link(link) if self.job_id else
+                           netemu.session("local", place.nodes, link, owner_pid=os.getpid()))
+                self.cluster, self.network = stack.enter_context(session)
+            except netemu.EmulationError as e:
+                return self._commit(records.failure(self.point.to_json(), "failed", f"emulated link: {e}"), None, {})
+            _say(f"emulated cluster: {len(self.cluster.nodes)} nodes, {link.describe()}; probe: "
+                 f"{self.network['measured'].get('tcp_rate_mbit', float('nan')):.1f} Mbit/s TCP, "
+                 f"RTT {self.network['measured'].get('rtt_us', float('nan')):.0f} us")
+            return self._measure_on()
+
+    @contextlib.contextmanager
+    def _slurm_link(self, link):
+        """Inside a Slurm job on the emulated cluster `slurm` (slurm-local.sh SLURM_LOCAL_EMULATE=1):
+        the job's nodes get the point's link for the length of the attempt, then none again."""
+        import socket
+
+        cluster = netemu.from_state("slurm")
+        if cluster is None:
+            raise netemu.EmulationError("no emulated cluster 'slurm' is up: start the local Slurm with "
+                                        "SLURM_LOCAL_EMULATE=1 (tests/slurm/slurm-local.sh)")
+        hosts = slurm.hostnames(slurm.job_info(self.job_id)["NodeList"])
+        mine = netemu.nodes_at(cluster, [socket.gethostbyname(h) for h in hosts])
+        t0 = time.monotonic()
+        try:
+            netemu.set_link(mine, link)
+            measured = netemu.probe(mine, link) if len(mine.nodes) > 1 else {}
+            yield mine, netemu.facts(mine, link, measured, time.monotonic() - t0)
+        finally:
+            try:
+                netemu.set_link(mine, None)
+            except netemu.EmulationError as e:
+                _say(f"could not take the link off the job's nodes: {e}")
+
+    def _measure_on(self) -> int:
         p, launch = self.point, self.launch
         self.attempt_dir.mkdir(parents=True, exist_ok=True)
         trainer_out = self.attempt_dir / "trainer.json"
@@ -208,10 +263,26 @@ class Launch:
                 errors=failure.read_error_files(self.attempt_dir), exit_codes=outcome.exit_codes,
                 log_lines=outcome.tail, oom_killed=oom_killed, log_path=self._log_path(),
                 runtime_min=launch.runtime_min, first_error_code=outcome.first_error_code)
-            rec = records.failure(p.to_json(), status, reason, world_size=p.placement.world_size,
-                                  num_nodes=p.placement.nodes,
+            rec = records.failure(p.to_json(), status, self._with_link_state(reason),
+                                  world_size=p.placement.world_size, num_nodes=p.placement.nodes,
                                   provenance={"launch_command": launch_cmd, "slurm": {"slurm_job_id": self.job_id}})
+        if self.network is not None:
+            rec["network"] = self.network
         return self._commit(rec, outcome, isolated)
+
+    def _with_link_state(self, reason: str) -> str:
+        """A failed point on the emulated cluster: which nodes had lost their link when it ended."""
+        if self.cluster is None:
+            return reason
+        try:
+            states = netemu.link_states(self.cluster)
+        except (netemu.EmulationError, OSError, subprocess.SubprocessError):
+            return reason
+        lost = [n for n in self.cluster.nodes if states.get(n.index) != "up"]
+        if not lost:
+            return reason
+        return (reason + "; emulated link down at the end: "
+                + ", ".join(f"node {n.index} ({n.address}, {n.namespace}: eth0 {states.get(n.index)})" for n in lost))
 
     def _commit(self, rec: dict, outcome, isolated: dict) -> int:
         rec["launch"] = {"retry_token": self.retry_token, "attempt": self.attempt_dir.name,

@@ -16,6 +16,22 @@ INTRA = "intra-node"
 INTER = "inter-node"
 SIMULATED = "simulated inter-node (one host)"
 PLACEMENTS = (SINGLE, INTRA, INTER, SIMULATED)
+# several "nodes" on one host joined by an emulated link of known rate (launch/netemu.py): one class
+# per rate, e.g. "emulated inter-node (one host, 100 Mbit/s link)"
+EMULATED = "emulated inter-node"
+
+
+def emulated_class(link_mbit: float) -> str:
+    return f"{EMULATED} (one host, {float(link_mbit):g} Mbit/s link)"
+
+
+def is_emulated(cls) -> bool:
+    return isinstance(cls, str) and cls.startswith(EMULATED + " (")
+
+
+def link_rate(cls: str) -> float:
+    """The configured rate (Mbit/s) of an emulated class."""
+    return float(cls.split(", ")[1].split(" Mbit/s")[0])
 # classes a topology recommendation may be drawn from: two "nodes" on one host share its memory
 # bus, not a network, so their timings say nothing about a real inter-node link
 REAL_PLACEMENTS = (SINGLE, INTRA, INTER)
@@ -25,11 +41,12 @@ NUMERIC = [
     "batch_per_rank", "global_batch", "samples", "rep", "num_params", "step_time_s", "nosync_step_time_s",
     "exposed_comm_s", "exposed_comm_pct", "samples_per_s", "samples_per_s_per_rank", "epoch_time_s",
     "train_time_s", "peak_mem_bytes", "peak_mem_gib", "baseline_rss_bytes", "weights_bytes", "grads_bytes",
-    "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts",
+    "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts", "link_mbit", "link_tcp_mbit", "link_rtt_us",
 ]
 LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
                       "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
-ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "rep", "backend",
+ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
+                     "backend",
                      "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
 
 
@@ -49,17 +66,23 @@ def as_bool(v, default: bool | None = None) -> bool | None:
     return default
 
 
-def placement_class(nodes, world_size, num_hosts, given=None, on_slurm: bool = True) -> str:
-    """single-rank (p = 1), intra-node (one node), inter-node, or simulated inter-node when a
-    multi-node point's ranks all ran on one host. A record's own count of hosts wins over the
-    label a collector wrote: one host is never a real inter-node link. Without a host count (no ok
-    record), a local run's several "nodes" are a simulation (torchrun agents on 127.0.0.1)."""
+def placement_class(nodes, world_size, num_hosts, given=None, on_slurm: bool = True, link_mbit=0.0) -> str:
+    """single-rank (p = 1), intra-node (one node), inter-node, emulated inter-node (several "nodes"
+    on one host joined by an emulated link of rate link_mbit), or simulated inter-node when a
+    multi-node point's ranks all ran on one host over loopback. A record's own count of hosts wins
+    over the label a collector wrote: one host is never a real inter-node link. Without a host
+    count (no ok record), a local run's several "nodes" are a simulation (torchrun agents on
+    127.0.0.1)."""
+    if is_emulated(given):
+        return given
     if isinstance(given, str) and given in PLACEMENTS and not (given == INTER and num_hosts == 1):
         return given
     if world_size == 1:
         return SINGLE
     if nodes == 1:
         return INTRA
+    if link_mbit and not (isinstance(link_mbit, float) and math.isnan(link_mbit)) and link_mbit > 0:
+        return emulated_class(link_mbit)
     if num_hosts is None or (isinstance(num_hosts, float) and math.isnan(num_hosts)):
         return INTER if on_slurm else SIMULATED
     return SIMULATED if num_hosts == 1 else INTER
@@ -83,8 +106,10 @@ def clean(df: pd.DataFrame) -> pd.DataFrame:
     df["contended"] = [as_bool(v, False) for v in df["contended"]] if "contended" in df else False
     hosts = df["num_hosts"] if "num_hosts" in df else pd.Series(math.nan, index=df.index)
     given = df["placement_class"] if "placement_class" in df else pd.Series(None, index=df.index)
-    df["placement_class"] = [placement_class(n, p, h, g) for n, p, h, g in
-                             zip(df["nodes"], df["world_size"], hosts, given)]
+    # 0 = no emulated link (files from before the emulated cluster have no column)
+    df["link_mbit"] = df["link_mbit"].fillna(0.0) if "link_mbit" in df else 0.0
+    df["placement_class"] = [placement_class(n, p, h, g, link_mbit=k) for n, p, h, g, k in
+                             zip(df["nodes"], df["world_size"], hosts, given, df["link_mbit"])]
     if "grads_bytes" in df and "num_params" in df:
         # float32 gradients: 4 bytes per parameter where a record did not say
         df["grads_bytes"] = df["grads_bytes"].fillna(4 * df["num_params"])
@@ -112,13 +137,14 @@ def clean_allreduce(ar: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame(columns=ALLREDUCE_COLUMNS)
     ar = ar.copy()
     for c in ("nodes", "gpus_per_node", "world_size", "rep", "size_bytes", "time_s", "time_p10_s", "time_p90_s",
-              "algbw_gbps", "busbw_gbps", "num_hosts"):
+              "algbw_gbps", "busbw_gbps", "num_hosts", "link_mbit"):
         if c in ar:
             ar[c] = pd.to_numeric(ar[c], errors="coerce")
     status = ar["status"].fillna("ok").astype(str) if "status" in ar else pd.Series("ok", index=ar.index)
     ar = ar[(status == "ok") & (ar["time_s"] > 0)].copy()
     hosts = ar["num_hosts"] if "num_hosts" in ar else pd.Series(math.nan, index=ar.index)
     given = ar["placement_class"] if "placement_class" in ar else pd.Series(None, index=ar.index)
-    ar["placement_class"] = [placement_class(n, p, h, g) for n, p, h, g in
-                             zip(ar["nodes"], ar["world_size"], hosts, given)]
+    ar["link_mbit"] = pd.to_numeric(ar["link_mbit"], errors="coerce").fillna(0.0) if "link_mbit" in ar else 0.0
+    ar["placement_class"] = [placement_class(n, p, h, g, link_mbit=k) for n, p, h, g, k in
+                             zip(ar["nodes"], ar["world_size"], hosts, given, ar["link_mbit"])]
     return ar.reset_index(drop=True)

@@ -5,8 +5,9 @@ guideline names its decisive quantity with its deciding interval and has a statu
 - "inconclusive": the CI straddles the threshold or too few repeats succeeded; `settle` says what
   would decide it (e.g. "run 2 more repeats of 1x2"), and the text gives no advice;
 - "not_enough_data": the rule cannot be evaluated at all; the text says what is missing.
-A rule only compares points of one experiment. Points whose "nodes" all ran on one host are
-labelled "simulated inter-node (one host)" and never give topology advice.
+A rule only compares points of one experiment. Points whose "nodes" all ran on one host over
+loopback are labelled "simulated inter-node (one host)" and never give topology advice; points on
+the emulated cluster ("emulated inter-node (one host, R Mbit/s link)") may, stated for that link.
 
 Thresholds come from the config's `report:` section (passed in as `thresholds`). The deciding
 interval is the CI at thresholds["decision_level"]: 95% with fixed repeats, 1 - alpha / looks with
@@ -21,7 +22,7 @@ import math
 
 import pandas as pd
 
-from .columns import REAL_PLACEMENTS, SIMULATED, model_family
+from .columns import REAL_PLACEMENTS, SIMULATED, is_emulated, model_family
 from .stats import level_label, linear_fit
 from .tables import GROUP
 
@@ -90,9 +91,11 @@ def guideline(gid: str, topic: str, status: str, text: str, rule: str, numbers: 
 
 
 def topo(row) -> str:
-    """'1x2', or '2x1 (simulated inter-node (one host))' for ranks that shared one host."""
+    """'1x2', '2x1 (simulated inter-node (one host))' for ranks that shared one host over loopback,
+    or '2x1 (emulated inter-node (one host, 100 Mbit/s link))'."""
     t = f"{int(row['nodes'])}x{int(row['gpus_per_node'])}"
-    return f"{t} ({SIMULATED})" if row.get("placement_class") == SIMULATED else t
+    cls = row.get("placement_class")
+    return f"{t} ({cls})" if cls == SIMULATED or is_emulated(cls) else t
 
 
 def rests_on(g: dict, rows: list[tuple[str, int]]) -> dict:
@@ -258,7 +261,7 @@ def inter_node(comm: pd.DataFrame, penalty_pct: float, d: Decide) -> list[dict]:
             continue
         s = side(loss, lo, hi, penalty_pct)
         unsure = []
-        intra_key = {**key_of(r), "nodes": 1, "gpus_per_node": p}
+        intra_key = {**key_of(r), "nodes": 1, "gpus_per_node": p, "link_mbit": str(0.0)}
         for where, n_ok, key in ((topo(r), int(r["n_ok"]), key_of(r)), (f"1x{p}", int(r["intra_n_ok"]), intra_key)):
             k = more_repeats(n_ok, loss, lo, hi, penalty_pct, min_repeats)
             if s == "straddles" or n_ok < min_repeats:
@@ -273,6 +276,10 @@ def inter_node(comm: pd.DataFrame, penalty_pct: float, d: Decide) -> list[dict]:
         nums["keep_within_node"] = keep
         verdict = (f"above the {penalty_pct:g}% threshold → keep jobs within one node" if keep
                    else f"below the {penalty_pct:g}% threshold → spreading over nodes is fine")
+        if is_emulated(r["placement_class"]):
+            # a link whose rate we set, not a cluster's network: advice about that link only
+            verdict += (" — over this emulated link (one host, its rate set by the study), not advice about a "
+                        "real cluster's network")
         out.append(rests_on(guideline(gid, "comm", "advice", f"{head} ({float(r['samples_per_s_mean']):,.0f} vs "
                                       f"{float(r['intra_samples_per_s']):,.0f} samples/s) → {verdict}.", rule, nums),
                             rests))

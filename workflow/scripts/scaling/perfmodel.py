@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, model_family
+from .columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, is_emulated, model_family
 
 SEED = 0
 COMPUTE_TERMS = ("c0_s", "per_sample_s", "per_sample_param_s")
@@ -307,7 +307,7 @@ def grid(max_measured: int, factor: float, cls: str, w: dict, max_gpus_per_node:
     ps = [2 ** k for k in range(0, int(math.log2(max(top, 1))) + 1)]
     if cls == INTRA:
         ps = [p for p in ps if p <= max_gpus_per_node]
-    if cls in (INTER, SIMULATED):
+    if cls in (INTER, SIMULATED) or is_emulated(cls):
         ps = [p for p in ps if p >= 2]
     if cls == SINGLE:
         ps = [1]
@@ -344,9 +344,14 @@ def build_model(df: pd.DataFrame, allreduce: pd.DataFrame, thresholds: dict) -> 
                                                                  sweep["placement_class"].value_counts().items())
                                if len(sweep) else "absent or empty: alpha, beta from the training points' exposed comm"),
            "models": {}}
+    from .linkcheck import cross_link, link_check
+
+    # the emulated cluster's links, whose rate is known: does the sweep give it back? (linkcheck.py)
+    out["link_check"] = link_check(df, sweep)
     if train.empty:
         out["reason"] = "no ok DDP point with step times"
         return out
+    out["cross_link"] = cross_link(train, sweep)
     point = fit_all(train, sweep)
     rng = np.random.default_rng(SEED)
     draws = [fit_all(*resample(train, sweep, rng)) for _ in range(num_boot)]
@@ -406,7 +411,7 @@ def _sharing(mine: pd.DataFrame, cls: str):
 
     device = mine["device_type"].mode().iloc[0] if "device_type" in mine and mine["device_type"].notna().any() else None
     cores, threads = col("host_cpus", math.nan), col("threads_per_rank", 1.0)
-    per_node = col("gpus_per_node", 1.0) if cls == INTER else None
+    per_node = col("gpus_per_node", 1.0) if cls == INTER or is_emulated(cls) else None
 
     def share(p: int) -> float:
         ranks = 1 if cls == SINGLE else (min(per_node, p) if per_node else p)
@@ -471,8 +476,9 @@ def recommend(res: dict, threshold: float) -> dict:
     out = {"efficiency_threshold": threshold, "work": res["work"]}
     skipped = [c for c in res["placements"] if c not in REAL_PLACEMENTS]
     if skipped:
-        out["not_considered"] = [f"{c}: its ranks shared one host, so it says nothing about a real network"
-                                 for c in skipped]
+        out["not_considered"] = [f"{c}: its ranks shared one host" + (
+            ", joined by an emulated link: advice about that link, not a real network" if is_emulated(c)
+            else ", so it says nothing about a real network") for c in skipped]
     if not cands:
         out["reason"] = "no placement class with a fitted model"
         return out

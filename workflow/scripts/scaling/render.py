@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from . import compare as compare_studies
-from . import operator
+from . import linkcheck, operator
 from .expectations import RULE as EXPECT_RULE
 from .expectations import fmt as expect_fmt
 from .expectations import fmt_ci
@@ -441,6 +441,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "fit_rows": fit_rows(fits),
         "fit_method": fits.get("method") or {},
         "models": model_sections(tables.get("model")),
+        "link_check": linkcheck.report_context(tables.get("model")),
         "operator": operator.section(tables.get("strong"), tables.get("model")),
         "model_method": (tables.get("model") or {}).get("method", ""),
         "allreduce_source": (tables.get("model") or {}).get("allreduce_sweep", ""),

@@ -20,7 +20,8 @@ from .stats import ratio_ci, summarize
 from .target import per_repeat
 
 # a configuration = the repeats of one point; these columns identify it
-GROUP = ["experiment", "model", "nodes", "gpus_per_node", "hidden_width", "ddp"]
+# link_mbit: the emulated link's rate (0 = none): one configuration per rate
+GROUP = ["experiment", "model", "nodes", "gpus_per_node", "link_mbit", "hidden_width", "ddp"]
 # constant within a configuration; carried along for readers
 CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global_batch", "samples", "epochs",
          "grid_size"]

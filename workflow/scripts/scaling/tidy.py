@@ -32,7 +32,7 @@ COLUMNS = [
     "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
     "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
     "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
-    "threads_per_rank", "host_cpus",
+    "threads_per_rank", "host_cpus", "link_mbit", "link_tcp_mbit", "link_rtt_us",
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
 ]
@@ -117,7 +117,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "batch_per_rank": t.get("batch_per_rank"),
         "global_batch": t["batch_per_rank"] * world if t else None,
         "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
-        "threads_per_rank": p.get("threads_per_rank", 1),
+        "threads_per_rank": p.get("threads_per_rank", 1), "link_mbit": p.get("link_mbit") or 0.0,
         "status": state, "reason": reason, "job_wall_s": job_wall_s,
     })
     rec = record or {}
@@ -125,7 +125,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
     ranks = rec.get("ranks") or []
     isolation = _get(rec, "launch", "isolation") or {}
     on_slurm = bool(_get(prov, "slurm", "slurm_job_id"))
-    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm=on_slurm)
+    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm=on_slurm,
+                                             link_mbit=row["link_mbit"])
     if record is None:
         return row
     row.update({
@@ -168,6 +169,9 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
         "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
         "finished_utc": rec.get("finished_utc"),
+        # the emulated link as the launcher's TCP probe saw it just before the point (launch/netemu.py)
+        "link_tcp_mbit": _get(rec, "network", "measured", "tcp_rate_mbit"),
+        "link_rtt_us": _get(rec, "network", "measured", "rtt_us"),
     })
     if job_wall_s is not None and row["train_time_s"] is not None:
         row["overhead_s"] = job_wall_s - row["train_time_s"]
@@ -203,7 +207,8 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
                                                        ("step", "samples_seen", "elapsed_s", "train_loss")}})
         for size in _get(rec, "allreduce", "sizes") or []:
             sweeps.append({"point_id": pid, **{c: row[c] for c in ("nodes", "gpus_per_node", "world_size",
-                                                                  "placement_class", "rep", "backend")},
+                                                                  "placement_class", "link_mbit", "rep",
+                                                                  "backend")},
                            **{k: size.get(k) for k in ("size_bytes", "time_s", "time_p10_s", "time_p90_s",
                                                         "algbw_gbps", "busbw_gbps")}, "status": state})
     return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
