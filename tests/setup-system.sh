@@ -2,7 +2,7 @@
 # Install the Debian packages the tests drive for real. Root + apt only; elsewhere the tests that
 # need them skip with a reason (under CI=true they fail instead, see tests/conftest.py).
 set -euo pipefail
-PKGS="chromium fonts-dejavu-core"
+PKGS="chromium fonts-dejavu-core iproute2"  # iproute2: ip, tc for the emulated cluster
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "setup-system: not root or no apt-get; skipping ($PKGS)"; exit 0
 fi
