@@ -30,7 +30,10 @@ from dataclasses import dataclass, field
 # workflow/scripts/pykan_train.py with this package's loop and record
 IMPLS = ("kanscale", "mlp", "mlp_matched", "pykan")
 BASES = ("bspline", "rbf", "chebyshev")
-EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce")
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp")
+# DDP's gradient communication hooks (torch.distributed.algorithms.ddp_comm_hooks); none = DDP's own
+COMM_HOOKS = ("none", "fp16", "bf16", "powersgd")
+NCCL_ALGOS = ("", "Ring", "Tree")
 LAUNCHERS = ("torchrun", "srun")
 DEVICES = ("auto", "cpu", "cuda")
 # the synthetic task (kan/data.py): f(x) = sum_i x_i^2 has exactly one target
@@ -212,12 +215,62 @@ class TrainConfig:
         "train under DistributedDataParallel; false = the single-process non-DDP baseline (world size 1)"))
     bucket_cap_mb: float = field(default=25.0, metadata=_meta(
         "DDP gradient bucket size (DDP's default 25 MB); small values give several buckets", "MB", gt=0.0))
+    # DDP's own settings (the ddp experiment); left out of a point's id at their defaults
+    comm_hook: str = field(default="none", metadata=_meta(
+        "DDP gradient communication hook: none = DDP's all-reduce; fp16 / bf16 = gradients sent in 16 "
+        "bits; powersgd = low-rank PowerSGD with error feedback", choices=COMM_HOOKS))
+    powersgd_rank: int = field(default=1, metadata=_meta("PowerSGD's matrix approximation rank", lo=1, hi=1024))
+    powersgd_start_iter: int = field(default=2, metadata=_meta(
+        "PowerSGD compresses from this step on (plain all-reduce before; PowerSGD needs >= 2)", "steps", lo=2))
+    static_graph: bool = field(default=False, metadata=_meta("DDP static_graph=True (the graph never changes)"))
+    gradient_as_bucket_view: bool = field(default=False, metadata=_meta(
+        "DDP gradient_as_bucket_view=True (gradients are views into the buckets: one copy less)"))
+    nccl_algo: str = field(default="", metadata=_meta(
+        "NCCL_ALGO for the ranks (CUDA + NCCL only; empty = NCCL chooses)", choices=NCCL_ALGOS))
 
     def __post_init__(self) -> None:
         _validate(self, "training.", None)
         if self.comm_probe_every == 1:
             raise PointError("training.comm_probe_every",
                              "1 would never run a synchronised step; use 0 (no probe) or >= 2")
+        if not self.ddp and self.ddp_settings():
+            raise PointError("training.comm_hook", f"the non-DDP baseline has no DDP settings: {self.ddp_settings()}")
+
+    def ddp_settings(self) -> dict:
+        """DDP's own settings that differ from their defaults (what the ddp experiment varies)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name in DDP_SETTINGS and getattr(self, f.name) != f.default}
+
+    @property
+    def ddp_label(self) -> str:
+        """DDP's settings in a few words (the ddp experiment's tables and point ids): the hook (with
+        PowerSGD's rank), then what differs from DDP's defaults, e.g. 'fp16', 'powersgd-rank2 bucket-1',
+        'none static view'."""
+        hook = self.comm_hook + (f"-rank{self.powersgd_rank}" if self.comm_hook == "powersgd" else "")
+        parts = [hook]
+        if self.bucket_cap_mb != 25.0:
+            parts.append(f"bucket-{self.bucket_cap_mb:g}")
+        if self.static_graph:
+            parts.append("static")
+        if self.gradient_as_bucket_view:
+            parts.append("view")
+        if self.nccl_algo:
+            parts.append(self.nccl_algo.lower())
+        return " ".join(parts)
+
+    def measured(self) -> dict:
+        """The training settings as the id's hash sees them: DDP's own settings only where they differ
+        from their defaults (so every point measured before they existed keeps its id); PowerSGD's
+        rank and start only with the PowerSGD hook."""
+        d = _plain(self)
+        for k in DDP_SETTINGS:
+            if k not in self.ddp_settings() or (k.startswith("powersgd_") and self.comm_hook != "powersgd"):
+                d.pop(k)
+        return d
+
+
+DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
+                "nccl_algo")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -344,7 +397,7 @@ class Point:
             d["allreduce"] = _plain(self.allreduce)
         else:
             d["model"] = self.model.measured()
-            d["train"] = _plain(self.train)
+            d["train"] = self.train.measured()
         return d
 
     @property
@@ -364,7 +417,8 @@ class Point:
             return "-".join(filter(None, ("allreduce", where, rep, digest)))
         model = self.model.label + ("" if self.train.ddp else "_noddp")
         widths = "x".join(map(str, self.model.widths))
-        return "-".join(filter(None, (self.experiment, model, widths, where, rep, digest)))
+        setting = self.train.ddp_label.replace(" ", "_").replace(".", "p") if self.experiment == "ddp" else ""
+        return "-".join(filter(None, (self.experiment, model, widths, where, setting, rep, digest)))
 
     # ---- JSON ----
     def to_json(self) -> dict:

@@ -20,9 +20,8 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import metrics
+from . import ddp_settings, metrics
 from .config import Point
 from .data import make_dataset, shard_indices
 from .distributed import sync
@@ -85,9 +84,15 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     torch.manual_seed(t_cfg.seed)  # identical initial weights on every rank (DDP also broadcasts)
     model = (model_factory or build_model)(m_cfg, t_cfg.seed).to(device)
     use_ddp = t_cfg.ddp
-    net = DDP(model, bucket_cap_mb=t_cfg.bucket_cap_mb) if use_ddp else model
+    hooked = use_ddp and t_cfg.comm_hook != "none"
+    if hooked and run.inject_comm_delay_ms > 0:
+        raise ddp_settings.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
+                                        f"training.comm_hook={t_cfg.comm_hook}")
+    ddp_settings.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
+    net = ddp_settings.wrap(model, t_cfg) if use_ddp else model
     if use_ddp and run.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
+    counter = ddp_settings.ByteCounter()  # what the hook all-reduces in the timed synced steps
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
     opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
@@ -148,7 +153,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                     flat_ar_times.append(tb - ta)
             else:
                 loss = F.mse_loss(net(xb), yb)
-                loss.backward()
+                with counter.counting(hooked and timed):
+                    loss.backward()
                 opt.step()
                 sync(device)
                 t1 = time.perf_counter()
@@ -201,6 +207,9 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "num_params": num_params(model),
         "num_buckets": _num_buckets(net) if use_ddp else 0,
         "used_ddp": use_ddp,
+        "comm_bytes_per_step": ddp_settings.bytes_per_step(t_cfg, counter, 4 * sum(p.numel() for p in params))
+        if use_ddp
+        else (0.0, "no DDP"),
         "weights_checksum": float(sum(p.detach().double().sum().item() for p in params)),
         "facts": metrics.rank_facts(device),
     }
@@ -274,6 +283,13 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "injected_delay_ms": run.inject_comm_delay_ms,
             "bucket_cap_mb": point.train.bucket_cap_mb if r0["used_ddp"] else None,
             "num_buckets": r0["num_buckets"],
+            # DDP's own settings (the ddp experiment) and what a rank all-reduces per synced step
+            "comm_hook": point.train.comm_hook if r0["used_ddp"] else None,
+            "static_graph": point.train.static_graph if r0["used_ddp"] else None,
+            "gradient_as_bucket_view": point.train.gradient_as_bucket_view if r0["used_ddp"] else None,
+            "nccl_algo": point.train.nccl_algo or None,
+            "bytes_per_step": r0["comm_bytes_per_step"][0],
+            "bytes_per_step_source": r0["comm_bytes_per_step"][1],
         },
         "memory": {
             "kind": r0["mem_kind"],

@@ -60,7 +60,7 @@ def test_next_batch_is_capped_by_max():
 
 
 KEY_A = {"experiment": "strong", "model": "m", "nodes": 1, "gpus_per_node": 2, "link_mbit": "0.0", "hidden_width": None,
-         "ddp": True}
+         "ddp": True, "ddp_setting": "none"}
 KEY_B = {**KEY_A, "gpus_per_node": 1}
 FAMILIES = {tuple(KEY_A[c] for c in GROUP): "famA", tuple(KEY_B[c] for c in GROUP): "famB"}
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import itertools
 import json
 import re
 import math
@@ -32,8 +33,9 @@ from kan.config import (AllreduceConfig, LaunchSettings, Limits, ModelConfig, Pl
                         TrainConfig)
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
-EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce")
-TRAINING_EXPERIMENTS = EXPERIMENTS[:4]
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp")
+TRAINING_EXPERIMENTS = ("strong", "weak", "comm", "model_size", "ddp")
+DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo")
 
 # config key -> (dataclass, field): where a config value lands in a point (tests check the schema's
 # defaults and bounds against these fields; errors raised by the dataclasses are re-labelled with
@@ -241,6 +243,14 @@ def config_warnings(cfg: dict) -> list[str]:
     if "pykan" in m["impl"] and others:
         out.append(f"model.basis {others}: pykan has B-spline edges only, so its points use bspline; "
                    f"{', '.join(others)} run for impl kanscale only")
+    net = cfg.get("network") or {}
+    if net.get("emulate"):
+        multi = [t for _, _, t, _, _, _ in _training_rows(cfg) if t["nodes"] > 1] + [
+            t for t in allreduce_topologies(cfg) if t["nodes"] > 1]
+        out.append("network.emulate: points of 2 or more nodes run on an emulated cluster of this host (root, "
+                   "Linux, iproute2): under profiles/local, or a test Slurm started with SLURM_LOCAL_EMULATE=1; "
+                   "elsewhere they are recorded as failed with the reason"
+                   + ("" if multi else "; no topology here has 2 or more nodes, so nothing is emulated"))
     return out
 
 
@@ -422,6 +432,18 @@ def _training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, in
     return rows
 
 
+def ddp_settings(cfg: dict) -> list[dict]:
+    """TrainConfig fields of every combination of the ddp experiment's lists, in config order."""
+    d = _enabled(cfg["experiments"], "ddp")
+    if not d:
+        return []
+    fixed = {"powersgd_rank": d["powersgd_rank"], "powersgd_start_iter": d["powersgd_start_iter"]}
+    # YAML's 25 is an int; the trainer parses --bucket-cap-mb=25 as 25.0: the same float on both
+    # sides, or the record's point id (a hash of the fields) would not be the planned one
+    lists = {**{k: d[k] for k in DDP_LISTS}, "bucket_cap_mb": [float(x) for x in d["bucket_cap_mb"]]}
+    return [{**dict(zip(DDP_LISTS, combo)), **fixed} for combo in itertools.product(*(lists[k] for k in DDP_LISTS))]
+
+
 def allreduce_topologies(cfg: dict) -> list[dict]:
     """The allreduce experiment's placements: its own list, else every distinct multi-rank topology of
     the enabled training experiments (a one-rank all-reduce moves nothing)."""
@@ -431,7 +453,8 @@ def allreduce_topologies(cfg: dict) -> list[dict]:
     if "topologies" in a:
         return [t for t in a["topologies"] if _world(t) > 1]
     seen, out = set(), []
-    for _, _, topo, _, _, _ in _training_rows(cfg):
+    d = _enabled(cfg["experiments"], "ddp")
+    for topo in [t for _, _, t, _, _, _ in _training_rows(cfg)] + ([d["topology"]] if d else []):
         key = (topo["nodes"], topo["gpus_per_node"])
         if _world(topo) > 1 and key not in seen:
             seen.add(key)
@@ -474,6 +497,16 @@ def _plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[s
                     add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
                         f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
                         train=train, placement=place)
+    d = _enabled(cfg["experiments"], "ddp")
+    for setting in ddp_settings(cfg):
+        topo = d["topology"]
+        train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"])
+        for link in links(cfg, topo):
+            place = Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"], **link)
+            for mc in parts["models"]:
+                for rep in range(repeat_plan(cfg).max):
+                    add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc, train=train,
+                        placement=place)
     a = _enabled(cfg["experiments"], "allreduce")
     if a:
         sweep = AllreduceConfig(**_kwargs(cfg, AllreduceConfig))

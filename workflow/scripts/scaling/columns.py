@@ -42,6 +42,7 @@ NUMERIC = [
     "exposed_comm_s", "exposed_comm_pct", "samples_per_s", "samples_per_s_per_rank", "epoch_time_s",
     "train_time_s", "peak_mem_bytes", "peak_mem_gib", "baseline_rss_bytes", "weights_bytes", "grads_bytes",
     "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts", "link_mbit", "link_tcp_mbit", "link_rtt_us",
+    "bytes_per_step",
 ]
 LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
                       "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
@@ -108,6 +109,10 @@ def clean(df: pd.DataFrame) -> pd.DataFrame:
     given = df["placement_class"] if "placement_class" in df else pd.Series(None, index=df.index)
     # 0 = no emulated link (files from before the emulated cluster have no column)
     df["link_mbit"] = df["link_mbit"].fillna(0.0) if "link_mbit" in df else 0.0
+    # DDP's settings (files from before the ddp experiment: DDP's defaults, "none")
+    if "ddp_setting" not in df:
+        df["ddp_setting"] = ["none" if d else "" for d in df["ddp"]]
+    df["ddp_setting"] = df["ddp_setting"].fillna("").astype(str)
     df["placement_class"] = [placement_class(n, p, h, g, link_mbit=k) for n, p, h, g, k in
                              zip(df["nodes"], df["world_size"], hosts, given, df["link_mbit"])]
     if "grads_bytes" in df and "num_params" in df:

@@ -21,7 +21,8 @@ from .target import per_repeat
 
 # a configuration = the repeats of one point; these columns identify it
 # link_mbit: the emulated link's rate (0 = none): one configuration per rate
-GROUP = ["experiment", "model", "nodes", "gpus_per_node", "link_mbit", "hidden_width", "ddp"]
+# ddp_setting: DDP's own settings (the ddp experiment; "none" elsewhere): one configuration per setting
+GROUP = ["experiment", "model", "nodes", "gpus_per_node", "link_mbit", "hidden_width", "ddp", "ddp_setting"]
 # constant within a configuration; carried along for readers
 CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global_batch", "samples", "epochs",
          "grid_size"]

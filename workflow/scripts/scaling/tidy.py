@@ -33,6 +33,7 @@ COLUMNS = [
     "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
     "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
     "threads_per_rank", "host_cpus", "link_mbit", "link_tcp_mbit", "link_rtt_us",
+    "ddp_setting", "comm_hook", "static_graph", "gradient_as_bucket_view", "nccl_algo", "bytes_per_step",
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
 ]
@@ -106,8 +107,15 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
     world = p["nodes"] * p["gpus_per_node"]
     row = {c: None for c in COLUMNS}
     widths = m.get("widths") or []
+    pt = Point.from_json(point)
     row.update({
-        "point_id": point["id"], "family": Point.from_json(point).family, "study": point["study"],
+        "point_id": point["id"], "family": pt.family, "study": point["study"],
+        # DDP's own settings in a few words ("none" = DDP's defaults); one configuration per setting
+        "ddp_setting": pt.train.ddp_label if pt.allreduce is None and pt.train.ddp else "",
+        "comm_hook": pt.train.comm_hook if pt.allreduce is None else None,
+        "static_graph": pt.train.static_graph if pt.allreduce is None else None,
+        "gradient_as_bucket_view": pt.train.gradient_as_bucket_view if pt.allreduce is None else None,
+        "nccl_algo": pt.train.nccl_algo if pt.allreduce is None else None,
         "experiment": point["experiment"],
         "impl": m.get("impl"), "basis": m.get("basis"), "model": model_label(point),
         "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
@@ -140,6 +148,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "exposed_comm_pct": _get(rec, "comm", "exposed_pct"),
         "flat_allreduce_s": _get(rec, "timing", "flat_allreduce_s", "median"),
         "bucket_cap_mb": _get(rec, "comm", "bucket_cap_mb"),
+        "bytes_per_step": _get(rec, "comm", "bytes_per_step"),
         "num_buckets": _get(rec, "comm", "num_buckets"),
         "samples_per_s": _get(rec, "throughput", "samples_per_s"),
         "samples_per_s_per_rank": _get(rec, "throughput", "samples_per_s_per_rank"),

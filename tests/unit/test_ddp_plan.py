@@ -1,0 +1,62 @@
+"""The ddp experiment in the plan: every combination of its lists is a point with its own id, the
+settings reach the trainer's flags and come back as the same point (same id), defaults leave the
+ids of every other point alone, and the schema names a bad value's key."""
+
+import copy
+
+import pytest
+
+import plan
+from kan.config import Point, PointError, TrainConfig
+from kan.train import parse
+
+CFG = {"study": "d", "device": "cpu", "repeats": 1, "model": {"widths": [2, 16, 1], "grid_size": 5},
+       "training": {"epochs": 1, "warmup_steps": 2, "max_steps": 12},
+       "experiments": {"ddp": {"samples": 4096, "batch_per_rank": 64, "topology": {"nodes": 1, "gpus_per_node": 2},
+                               "comm_hook": ["none", "fp16", "powersgd"], "bucket_cap_mb": [25, 1],
+                               "static_graph": [False, True], "powersgd_rank": 2},
+                       "allreduce": {"enabled": False}}}
+
+
+def points(cfg=CFG):
+    return plan.build_points(plan.validate_config(copy.deepcopy(cfg)))
+
+
+def test_every_combination_is_a_point_that_the_trainer_rebuilds_with_its_id():
+    pts = points()
+    assert len(pts) == 3 * 2 * 2 and len({p.id for p in pts.values()}) == 12
+    for pid, p in pts.items():
+        assert p.experiment == "ddp"
+        rebuilt, _ = parse([*p.to_argv(), "--out=x.json"])  # YAML's 25 is an int, the flag a float
+        assert rebuilt.id == pid
+    labels = sorted(p.train.ddp_label for p in pts.values())
+    assert "powersgd-rank2 bucket-1 static" in labels and "none" in labels and "fp16 static" in labels
+
+
+def test_defaults_leave_other_ids_alone_and_powersgd_fields_count_only_with_powersgd():
+    t = TrainConfig(samples=1024, batch_per_rank=32, epochs=1, warmup_steps=1)
+    assert "comm_hook" not in t.measured() and t.ddp_label == "none"
+    a = Point(train=TrainConfig(samples=1024, batch_per_rank=32, epochs=1, warmup_steps=1, powersgd_rank=4))
+    assert a.id == Point(train=t).id  # a PowerSGD rank without the PowerSGD hook changes nothing measured
+    b = Point(train=TrainConfig(samples=1024, batch_per_rank=32, epochs=1, warmup_steps=1, comm_hook="powersgd",
+                                powersgd_rank=4))
+    assert b.id != a.id and b.train.measured()["powersgd_rank"] == 4
+    with pytest.raises(PointError, match="training.comm_hook"):
+        TrainConfig(samples=1024, batch_per_rank=32, epochs=1, warmup_steps=1, ddp=False, comm_hook="fp16")
+
+
+def test_the_ddp_topology_gets_its_all_reduce_sweep():
+    cfg = copy.deepcopy(CFG)
+    cfg["experiments"]["allreduce"] = {"sizes_bytes": [4096, 65536]}
+    assert {(p.placement.nodes, p.placement.gpus_per_node) for p in points(cfg).values()
+            if p.experiment == "allreduce"} == {(1, 2)}
+
+
+@pytest.mark.parametrize("key,value,words", [("comm_hook", ["none", "int8"], "experiments.ddp.comm_hook[1]"),
+                                            ("nccl_algo", ["Ring", "Star"], "experiments.ddp.nccl_algo[1]"),
+                                            ("powersgd_start_iter", 1, "experiments.ddp.powersgd_start_iter")])
+def test_a_bad_setting_names_its_key(key, value, words):
+    cfg = copy.deepcopy(CFG)
+    cfg["experiments"]["ddp"][key] = value
+    with pytest.raises(plan.ConfigError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        points(cfg)
