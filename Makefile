@@ -47,8 +47,9 @@ check plan status report: $(STAMP)
 system-deps:
 	@bash tests/setup-system.sh
 
+# --durations: the slowest tests are in every CI log (CI must stay well under 30 minutes)
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e and not slurm"

@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = p.add_argument_group("run (not part of the point: they do not change what is measured)")
     r.add_argument("--out", required=True, help="path of the JSON record (written by rank 0, atomically)")
     r.add_argument("--pg-timeout-s", type=float, default=120.0, help="process-group (collective) timeout [s]")
-    r.add_argument("--progress-every-s", type=float, default=10.0, help="seconds between progress lines")
+    r.add_argument("--progress-every-s", type=float, default=float(os.environ.get("KANSCALE_PROGRESS_EVERY_S", 10.0)),
+                   help="seconds between progress lines (default: $KANSCALE_PROGRESS_EVERY_S, else 10)")
     r.add_argument("--inject-comm-delay-ms", type=float, default=0.0,
                    help="validation only: a DDP comm hook that waits this long after each bucket's all-reduce")
     r.add_argument("--weights-out", default=None,

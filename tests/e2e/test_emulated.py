@@ -161,8 +161,9 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
     work = _workdir(tmp_path_factory, "linkdown")
     cfg = yaml.safe_load((ROOT / "tests/configs/emulated-small.yaml").read_text())
     cfg.update(study="down", network={"emulate": True, "rates_mbit": [100]})
-    # ~0.3 s a step at 100 Mbit/s: rank 0 prints its first progress line after 10 s, then the link is cut
-    cfg["training"].update(epochs=4, max_steps=60)
+    # ~0.3 s a step at 100 Mbit/s; rank 0 prints a progress line every second
+    # (KANSCALE_PROGRESS_EVERY_S), the first one cuts the link
+    cfg["training"].update(epochs=2, max_steps=30)
     cfg["experiments"] = {"comm": {**cfg["experiments"]["comm"], "topologies": [{"nodes": 2, "gpus_per_node": 1}]},
                           "allreduce": {"enabled": False}}
     cfg["timeouts"]["pg_s"] = 10
@@ -173,7 +174,8 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
     (pid,) = plan.build_points(plan.load_config(path))
     target = f"results/down/points/{pid}.json"  # the record only: the analysis rules are tested elsewhere
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", target, "--profile", "profiles/local", "--configfile",
-                             str(path)], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             str(path)], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "KANSCALE_PROGRESS_EVERY_S": "1"})
     try:
         log_dir = work / "results" / "down" / "logs"
         end = time.monotonic() + 120
