@@ -422,7 +422,14 @@ class Point:
 
     # ---- JSON ----
     def to_json(self) -> dict:
+        # the emulated link's and DDP's own settings only where they are set (as in the id's hash):
+        # this JSON is the measure rule's params, and a changed params string makes Snakemake run a
+        # point again, so a study recorded before these fields existed is not measured twice
         d = _plain(self)
+        d["placement"] = self.placement.measured()
+        if d.get("train") is not None:
+            d["train"] = {k: v for k, v in d["train"].items()
+                          if k not in DDP_SETTINGS or k in self.train.measured()}
         d["id"] = self.id
         d["point_version"] = POINT_VERSION
         return d
