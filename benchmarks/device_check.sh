@@ -17,6 +17,9 @@
 #      target here: <= 2 s of training on an H200-class GPU)
 #   5. the tiny study on the GPU: NCCL at world size 1, then 2 ranks on the one GPU (NCCL refuses
 #      two ranks on one device; the record then says so)
+#   6. DDP's hooks (none, fp16, bf16, PowerSGD) and NCCL's Ring / Tree (benchmarks/device_ddp.py): at
+#      2 ranks with two GPUs (or on the CPU with gloo, where bf16 is a failed point naming why), else
+#      at world size 1 on the one GPU, which checks that each runs under NCCL and says so
 # Interpreter: .venv/bin/python when it exists, else python3 (the device machine's, which has torch).
 set -u
 cd "$(dirname "$0")/.."
@@ -112,6 +115,10 @@ fi
 section "5. the tiny study on the device"
 DEV=cpu; [ "$CUDA" = 1 ] && DEV=cuda
 run "points on $DEV" "$PY" benchmarks/device_points.py --device $DEV --out "$OUT_DIR/points"
+
+section "6. DDP settings on the device"
+Q=(); [ $QUICK = 1 ] && Q=(--quick)
+run "ddp settings on $DEV" "$PY" benchmarks/device_ddp.py --device $DEV --out "$OUT_DIR/ddp" "${Q[@]}"
 
 section "done"
 say "total $(( $(date +%s) - T0 )) s; results in $RES"

@@ -33,24 +33,31 @@ def points(device: str) -> list[Point]:
     return out
 
 
+def launch(p: Point, folder: Path) -> dict | str:
+    """Run one point through the workflow's launcher; its record, or why there is none."""
+    d = p.to_json()
+    d.pop("limits")
+    out = folder / f"{p.id}.json"
+    settings = LaunchSettings(runtime_min=5, pg_timeout_s=60)
+    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "launch_point.py"), "--point",
+                    json.dumps(d), "--launch", json.dumps(settings.to_json()), "--out", str(out)],
+                   cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
+    try:
+        return records.read(out, p.id)
+    except records.InvalidRecord as e:
+        return f"no record ({e})"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
     ap.add_argument("--out", default="results/device-check/points")
     a = ap.parse_args()
     folder = Path(a.out) / "results" / "device" / "points"
-    launch = LaunchSettings(runtime_min=5, pg_timeout_s=60)
     for p in points(a.device):
-        d = p.to_json()
-        d.pop("limits")
-        out = folder / f"{p.id}.json"
-        subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "launch_point.py"), "--point",
-                        json.dumps(d), "--launch", json.dumps(launch.to_json()), "--out", str(out)],
-                       cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
-        try:
-            rec = records.read(out, p.id)
-        except records.InvalidRecord as e:
-            print(f"{p.id}: no record ({e})")
+        rec = launch(p, folder)
+        if isinstance(rec, str):
+            print(f"{p.id}: {rec}")
             continue
         if rec["status"] != "ok":
             print(f"{p.id}: {rec['status']}: {rec['reason']}")

@@ -242,6 +242,16 @@ def test_srun_launcher_one_task_per_gpu(workdir):
         for node_ranks in by_node.values():  # local ids 0..gpus-1, one distinct GPU each
             assert sorted(int(r["slurm_localid"]) for r in node_ranks) == list(range(gpus))
             assert sorted(r["cuda_visible_devices"] for r in node_ranks) == [str(i) for i in range(gpus)]
+    # the ddp experiment as Slurm jobs: fp16 against none over the two nodes, into its table and section
+    ddp = [p for p in _points(study) if p.experiment == "ddp"]
+    assert sorted(p.train.ddp_label for p in ddp) == ["fp16", "none"]
+    recs = {p.train.ddp_label: load_record(workdir, p.id, study) for p in ddp}
+    assert all(r["status"] == "ok" and r["world_size"] == 2 for r in recs.values()), recs
+    assert f"rule_measure_point_wildcards_{study}_{ddp[0].id}" in calls
+    assert recs["fp16"]["comm"]["bytes_per_step"] == pytest.approx(recs["none"]["comm"]["bytes_per_step"] / 2, rel=0.02)
+    table = (workdir / "results" / study / "ddp.csv").read_text()
+    assert table.count("\n") == 3 and ",fp16," in table
+    assert '<section id="ddp">' in (workdir / "reports" / study / "report.html").read_text()
 
 
 def test_adaptive_repeats_run_as_slurm_jobs_after_a_local_look(workdir):

@@ -60,3 +60,10 @@ def test_a_bad_setting_names_its_key(key, value, words):
     cfg["experiments"]["ddp"][key] = value
     with pytest.raises(plan.ConfigError, match=words.replace("[", r"\[").replace("]", r"\]")):
         points(cfg)
+
+
+def test_the_baseline_is_measured_even_when_the_lists_leave_it_out():
+    cfg = copy.deepcopy(CFG)
+    cfg["experiments"]["ddp"].update(comm_hook=["fp16"], bucket_cap_mb=[1], static_graph=[True])
+    labels = [p.train.ddp_label for p in points(cfg).values()]
+    assert sorted(labels) == ["fp16 bucket-1 static", "none"]

@@ -60,6 +60,7 @@ rule compute_tables:
         weak=report_table("results/{study}/weak.csv", "weak"),
         comm=report_table("results/{study}/comm.csv", "comm"),
         model_size=report_table("results/{study}/model_size.csv", "model_size"),
+        ddp=report_table("results/{study}/ddp.csv", "ddp"),
         allreduce_sizes="results/{study}/allreduce_sizes.csv",
         fits="results/{study}/fits.json",
         provenance="results/{study}/provenance.json",
@@ -74,7 +75,7 @@ rule compute_tables:
         " --in loss_curves={input.loss_curves:q} --in allreduce={input.allreduce:q}"
         " --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
         " --out points={output.points:q} --out strong={output.strong:q} --out weak={output.weak:q}"
-        " --out comm={output.comm:q} --out model_size={output.model_size:q}"
+        " --out comm={output.comm:q} --out model_size={output.model_size:q} --out ddp={output.ddp:q}"
         " --out allreduce_sizes={output.allreduce_sizes:q} --out fits={output.fits:q}"
         " --out provenance={output.provenance:q} > {log:q} 2>&1"
 
@@ -103,6 +104,7 @@ rule compute_guidelines:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        ddp=rules.compute_tables.output.ddp,
         model=rules.fit_model.output.model,
     output:
         guidelines="results/{study}/guidelines.json",
@@ -114,5 +116,5 @@ rule compute_guidelines:
         "guidelines {wildcards.study}: threshold rules over the tables and the model"
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
-        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in model={input.model:q}"
-        " --param thresholds={params.thresholds:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"
+        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
+        " --in model={input.model:q} --param thresholds={params.thresholds:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"

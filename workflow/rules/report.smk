@@ -12,6 +12,7 @@ rule plot_figures:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        ddp=rules.compute_tables.output.ddp,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         loss_curves=rules.collect_measurements.output.loss_curves,
         model=rules.fit_model.output.model,
@@ -35,7 +36,7 @@ rule plot_figures:
         "figures {wildcards.study}: speedup, efficiency, loss curves, weak, comm, all-reduce, model size"
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
-        " --in comm={input.comm:q} --in model_size={input.model_size:q}"
+        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
         " --in allreduce_sizes={input.allreduce_sizes:q} --in loss_curves={input.loss_curves:q}"
         " --in model={input.model:q} --param reference={params.reference:q}"
         " --param thresholds={params.thresholds:q} --param study={params.study:q}"
@@ -77,6 +78,7 @@ rule render_report:
         weak=rules.compute_tables.output.weak,
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
+        ddp=rules.compute_tables.output.ddp,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         fits=rules.compute_tables.output.fits,
         model=rules.fit_model.output.model,
@@ -106,7 +108,7 @@ rule render_report:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/render_report.py --in points={input.points:q} --in strong={input.strong:q}"
         " --in weak={input.weak:q} --in comm={input.comm:q} --in model_size={input.model_size:q}"
-        " --in allreduce_sizes={input.allreduce_sizes:q} --in fits={input.fits:q} --in model={input.model:q}"
+        " --in ddp={input.ddp:q} --in allreduce_sizes={input.allreduce_sizes:q} --in fits={input.fits:q} --in model={input.model:q}"
         " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
         " --in expectations={input.expectations:q} --param config={params.config:q}"
         " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"

@@ -432,8 +432,14 @@ def _training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, in
     return rows
 
 
+# DDP's defaults: the `none` setting every other one is judged against (scaling/ddp_table.py)
+DDP_DEFAULTS = {"comm_hook": "none", "bucket_cap_mb": 25.0, "static_graph": False, "gradient_as_bucket_view": False,
+                "nccl_algo": ""}
+
+
 def ddp_settings(cfg: dict) -> list[dict]:
-    """TrainConfig fields of every combination of the ddp experiment's lists, in config order."""
+    """TrainConfig fields of every combination of the ddp experiment's lists, in config order, and
+    DDP's defaults first when no combination is them: every setting is judged against them."""
     d = _enabled(cfg["experiments"], "ddp")
     if not d:
         return []
@@ -441,7 +447,10 @@ def ddp_settings(cfg: dict) -> list[dict]:
     # YAML's 25 is an int; the trainer parses --bucket-cap-mb=25 as 25.0: the same float on both
     # sides, or the record's point id (a hash of the fields) would not be the planned one
     lists = {**{k: d[k] for k in DDP_LISTS}, "bucket_cap_mb": [float(x) for x in d["bucket_cap_mb"]]}
-    return [{**dict(zip(DDP_LISTS, combo)), **fixed} for combo in itertools.product(*(lists[k] for k in DDP_LISTS))]
+    combos = [dict(zip(DDP_LISTS, combo)) for combo in itertools.product(*(lists[k] for k in DDP_LISTS))]
+    if DDP_DEFAULTS not in combos:
+        combos.insert(0, dict(DDP_DEFAULTS))
+    return [{**c, **fixed} for c in combos]
 
 
 def allreduce_topologies(cfg: dict) -> list[dict]:

@@ -10,7 +10,7 @@ from scaling.io import read_json, read_tables, step_args, write_text  # noqa: E4
 from scaling.plots import load_reference  # noqa: E402
 from scaling.render import render_report  # noqa: E402
 
-TABLES = ("points", "strong", "weak", "comm", "model_size", "allreduce_sizes", "fits", "model")
+TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "fits", "model")
 
 
 def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference: str | None,

@@ -45,7 +45,7 @@ NUMERIC = [
     "bytes_per_step",
 ]
 LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
-                      "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss"]
+                      "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss", "ddp_setting", "link_mbit"]
 ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
                      "backend",
                      "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
@@ -133,6 +133,11 @@ def clean_curves(curves: pd.DataFrame | None) -> pd.DataFrame:
         if c in curves:
             curves[c] = pd.to_numeric(curves[c], errors="coerce")
     curves["ddp"] = [as_bool(v, True) for v in curves["ddp"]] if "ddp" in curves else True
+    # files from before the ddp experiment and the emulated link: DDP's defaults, no link
+    curves["ddp_setting"] = [v if isinstance(v, str) else "" for v in curves["ddp_setting"]] \
+        if "ddp_setting" in curves else ""
+    curves["link_mbit"] = pd.to_numeric(curves["link_mbit"], errors="coerce").fillna(0.0) \
+        if "link_mbit" in curves else 0.0
     return curves
 
 

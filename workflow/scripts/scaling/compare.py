@@ -28,7 +28,7 @@ from .reference import widths_of
 
 REQUIRED = ("points.csv", "strong.csv", "weak.csv", "comm.csv", "model_size.csv", "model.json", "provenance.json")
 OPTIONAL = ("allreduce_sizes.csv", "loss_curves.csv", "measurements.csv")
-CSV_TABLES = ("points", "strong", "weak", "comm", "model_size", "allreduce_sizes", "loss_curves")
+CSV_TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "loss_curves")
 
 
 def compare_files(folders, key: str = "report.compare", workdir: str | Path = ".") -> list[str]:

@@ -570,5 +570,8 @@ def compute_guidelines(tables: dict, thresholds: dict, model_json: dict | None =
     for name, t in (("strong", strong), ("weak", weak)):
         out += per_rank_batch(t, name, eff, d)
     out += memory(ms, d)
+    from .ddp_guideline import ddp_settings  # it builds on this module's helpers
+
+    out += ddp_settings(tables.get("ddp"), float(thresholds.get("ddp_loss_tolerance_pct", 5)), d, model_json)
     out += recommendation(model_json, float(thresholds.get("model_max_mape_pct", 25)))
     return out

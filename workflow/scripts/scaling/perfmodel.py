@@ -208,10 +208,15 @@ def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0) -> n
     return t
 
 
-def training_rows(df: pd.DataFrame) -> pd.DataFrame:
+def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     """The ok DDP points with a synced and a no_sync step time (non-DDP points have no no_sync probe
-    and no all-reduce: they are not part of this model)."""
+    and no all-reduce: they are not part of this model). With `defaults_only`, only DDP's default
+    settings (ddp_setting none): a hook changes the bytes sent (fp16 halves them) and adds its own
+    work, a bucket size changes the overlap; the model is fitted to DDP as the other experiments run
+    it and predicts the settings from their bytes (ddp_model.py)."""
     ok = df[(df["status"] == "ok") & df["ddp"].astype(bool) & (df["step_time_s"] > 0)].copy()
+    if defaults_only and "ddp_setting" in ok:
+        ok = ok[ok["ddp_setting"].isin(["none", ""])]
     ok["family"] = [model_family(m) for m in ok["model"]]
     col = lambda c: ok[c] if c in ok else pd.Series(np.nan, index=ok.index)  # noqa: E731
     hosts = col("num_hosts").fillna(ok["nodes"]).clip(lower=1)
@@ -353,6 +358,10 @@ def build_model(df: pd.DataFrame, allreduce: pd.DataFrame, thresholds: dict) -> 
         return out
     out["cross_link"] = cross_link(train, sweep)
     point = fit_all(train, sweep)
+    from .ddp_model import ddp_predictions
+
+    # the ddp experiment's settings, predicted from their bytes per step and checked against them
+    out["ddp_settings"] = ddp_predictions(training_rows(df, defaults_only=False), point)
     rng = np.random.default_rng(SEED)
     draws = [fit_all(*resample(train, sweep, rng)) for _ in range(num_boot)]
     for model in sorted(train["model"].unique()):

@@ -24,6 +24,8 @@ from matplotlib.ticker import FuncFormatter
 
 from . import plotkit as kit
 from .columns import INTER, INTRA, SIMULATED, SINGLE
+from .ddp_plot import TITLES as DDP_TITLES
+from .ddp_plot import plot_ddp
 from .reference import comparable, overlay_label, overlay_note
 
 REFERENCE_LABEL = "seed paper (A100, pykan)"
@@ -32,13 +34,13 @@ GIB = 2**30
 REFERENCE_DIRS = {"seed-paper-a100": Path(__file__).resolve().parents[2] / "report" / "reference"}
 FIGURES = ("strong_speedup", "strong_efficiency", "loss_curves", "weak_throughput", "weak_efficiency",
            "comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time", "model_size_memory",
-           "model_size_throughput")
+           "model_size_throughput")  # and, in a study with the ddp experiment, ddp_plot.TITLES
 TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Strong scaling: efficiency",
           "loss_curves": "Training loss vs training time", "weak_throughput": "Weak scaling: throughput per rank",
           "weak_efficiency": "Weak scaling: efficiency", "comm_exposed": "Exposed communication by placement",
           "comm_throughput": "Throughput by placement", "allreduce_busbw": "All-reduce: bus bandwidth",
           "allreduce_time": "All-reduce: time", "model_size_memory": "Model size: peak memory",
-          "model_size_throughput": "Model size: throughput per rank"}
+          "model_size_throughput": "Model size: throughput per rank", **DDP_TITLES}
 
 
 def load_reference(name: str | None) -> dict[str, pd.DataFrame]:
@@ -478,6 +480,7 @@ def plot_figures(tables: dict, folder: str | Path, reference: dict | None = None
         (lambda: plot_allreduce(studies, st, folder), ["allreduce_busbw", "allreduce_time"]),
         (lambda: plot_model_size(studies, st, reference.get("model_size"), folder),
          ["model_size_memory", "model_size_throughput"]),
+        (lambda: plot_ddp(tables, folder), ["ddp_time_to_target", "ddp_loss_curves"]),
     ]
     manifest: dict = {}
     for step, keys in steps:

@@ -31,13 +31,14 @@ from .summary import CARDS, measured_on, recommendations, status_counts
 from .target import rule_text
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "report" / "templates"
-SECTIONS = ("strong", "weak", "comm", "model_size")
+SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
 SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],
                    "weak": ["weak_throughput", "weak_efficiency"],
                    "comm": ["comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time"],
-                   "model_size": ["model_size_memory", "model_size_throughput"]}
+                   "model_size": ["model_size_memory", "model_size_throughput"],
+                   "ddp": ["ddp_time_to_target", "ddp_loss_curves"]}
 TOPICS = (("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
-          ("comm", "Communication and placement"), ("model_size", "Memory"))
+          ("comm", "Communication and placement"), ("model_size", "Memory"), ("ddp", "DDP settings"))
 
 
 def _fmt(v, nd=1):
@@ -125,6 +126,28 @@ def _t2t(r):
     return txt + ("" if _nan(lo) or _nan(hi) else f" [{_fmt(float(lo), 2)}, {_fmt(float(hi), 2)}]")
 
 
+def _ddp_where(r):
+    link = r.get("link_mbit")
+    t = f"{int(r['nodes'])}×{int(r['gpus_per_node'])}"
+    return t + (f" @ {float(link):g} Mbit/s (emulated)" if not _nan(link) and float(link) > 0 else "")
+
+
+def _vs_none(r, col, nd=2):
+    """A ratio to the `none` setting: 'baseline' on that row, '–' where unknown."""
+    if str(r.get("ddp_setting")) == "none":
+        return "1 (baseline)"
+    return _ratio(r, col, nd)
+
+
+def _bytes(r):
+    b = r.get("bytes_per_step_mean")
+    if _nan(b):
+        return "–"
+    txt = f"{float(b) / 1024:,.1f}"
+    return txt if str(r.get("ddp_setting")) == "none" or _nan(r.get("bytes_ratio")) else \
+        f"{txt} ({float(r['bytes_ratio']):.3g}×)"
+
+
 # per study: (header, function of the row) -- units in the headers
 COLUMNS = {
     "strong": [
@@ -170,6 +193,17 @@ COLUMNS = {
         ("repeats", lambda r: int(r["n_ok"])),
         ("time µs (mean [95% CI])", lambda r: _ci(r, "time_s", 1, 1e6)),
         ("algbw GB/s", lambda r: _fmt(r.get("algbw_gbps"), 3)), ("busbw GB/s", lambda r: _fmt(r.get("busbw_gbps"), 3)),
+    ],
+    "ddp": [
+        ("model", lambda r: r["model"]), ("placement", _ddp_where), ("setting", lambda r: _text(r.get("ddp_setting"))),
+        ("ok/planned", _runs), ("step ms (mean [95% CI])", lambda r: _ci(r, "step_time_s", 2, 1e3)),
+        ("step vs none", lambda r: _vs_none(r, "step_ratio")),
+        ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
+        ("KiB per step (vs none)", _bytes),
+        ("final loss (mean [95% CI])", lambda r: _ci(r, "final_train_loss", 4)),
+        ("final loss vs none", lambda r: _vs_none(r, "final_loss_ratio", 3)),
+        ("time to target s", _t2t), ("time to target vs none", lambda r: _vs_none(r, "ttt_ratio")),
+        ("not ok", lambda r: _text(r.get("not_ok"))),
     ],
     "model_size": [
         ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
@@ -241,7 +275,7 @@ def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
     notes = {}
     if not reference:
         return notes
-    checks = {name: comparable(name, tables.get(name)) for name in SECTIONS}
+    checks = {name: comparable(name, tables.get(name)) for name in SECTIONS if name != "ddp"}  # not in the paper
     for name, check in checks.items():
         notes[name] = overlay_note(name, check)
     s, rs = tables.get("strong"), reference.get("strong")
@@ -355,6 +389,20 @@ def model_sections(model_json: dict | None) -> list[dict]:
     return out
 
 
+def ddp_model_rows(model_json: dict | None) -> list[list[str]]:
+    """The performance model's step time per DDP setting (from its bytes) beside the measured one."""
+    rows = []
+    for model, entries in sorted(((model_json or {}).get("ddp_settings") or {}).items()):
+        for e in entries:
+            pred, err = e.get("predicted_step_time_s"), e.get("error_pct")
+            rows.append([model, _ddp_where(e), e["ddp_setting"],
+                         "–" if e.get("bytes_factor") is None else f"{e['bytes_factor']:.3g}",
+                         _text(e.get("bytes_factor_source")), _fmt(1e3 * e["measured_step_time_s"], 2),
+                         "–" if pred is None else _fmt(1e3 * pred, 2), "–" if err is None else f"{err:+.0f}%",
+                         _text(e.get("reason"))])
+    return rows
+
+
 def guideline_groups(guidelines: list[dict]) -> list[dict]:
     """The guidelines by topic, each once, with its numbers as tables."""
     out = []
@@ -417,6 +465,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
                                                                                    SECTION_FIGURES[name]),
                           "num_guidelines": sum(g.get("topic") == name for g in guidelines)}
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
+    sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
     fits = tables.get("fits") or {}
     by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
     study = config.get("study", "study")

@@ -333,9 +333,11 @@ def allreduce_table(ar: pd.DataFrame) -> pd.DataFrame:
 
 def compute_tables(measurements: pd.DataFrame, loss_curves: pd.DataFrame | None = None,
                    allreduce: pd.DataFrame | None = None, thresholds: dict | None = None) -> dict:
-    """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size',
+    """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size', 'ddp',
     'allreduce_sizes'} DataFrames and 'fits' (a dict). `thresholds` = the config's report section (target
     loss, bootstrap size) and the deciding intervals' level (decision_level)."""
+    from .ddp_table import ddp_table  # it builds on this module's aggregate()
+
     thresholds = thresholds or {}
     level = float(thresholds.get("decision_level", 0.95))
     df = per_repeat(clean(measurements), clean_curves(loss_curves), thresholds)
@@ -345,6 +347,7 @@ def compute_tables(measurements: pd.DataFrame, loss_curves: pd.DataFrame | None 
         "weak": weak_table(df, level),
         "comm": comm_table(df, level),
         "model_size": model_size_table(df),
+        "ddp": ddp_table(df, level),
         "allreduce_sizes": allreduce_table(clean_allreduce(allreduce)),
     }
     tables["fits"] = law_fits.fits(df, int(thresholds.get("bootstrap_samples", 500)))

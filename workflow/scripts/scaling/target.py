@@ -4,7 +4,8 @@ took to reach one loss.
 
 The target of an experiment and model is `report.target_loss` when set, else
 target_loss_factor x the final training loss of the world-1 DDP point of that experiment and model,
-averaged over its repeats (the last entry of each repeat's loss curve). A point reaches it at the
+averaged over its repeats (the last entry of each repeat's loss curve). The ddp experiment has no
+world-1 point: its baseline is the `none` setting (DDP's defaults) at its placement. A point reaches it at the
 first curve entry at or below the target; the time is interpolated linearly between that entry and
 the one before it (elapsed_s is training time since the first step, start-up excluded).
 """
@@ -23,7 +24,8 @@ def rule_text(thresholds: dict) -> str:
         return f"target loss {float(thresholds['target_loss']):g} (report.target_loss)"
     factor = float(thresholds.get("target_loss_factor", 1.5))
     return (f"target loss = {factor:g} × the final training loss of the world-1 DDP point of the same experiment "
-            f"and model (mean over its repeats; report.target_loss_factor)")
+            f"and model (mean over its repeats; report.target_loss_factor); in the DDP-settings experiment, of its "
+            f"`none` setting (DDP's defaults)")
 
 
 def time_to_target(curve: pd.DataFrame, target: float) -> float:
@@ -42,8 +44,16 @@ def time_to_target(curve: pd.DataFrame, target: float) -> float:
     return math.nan
 
 
+def _baseline(exp: str, g: pd.DataFrame) -> pd.DataFrame:
+    """The curves a target is derived from: the world-1 DDP point, or in the ddp experiment (no
+    world-1 point) the `none` setting."""
+    if exp == "ddp":
+        return g[g["ddp_setting"] == "none"] if "ddp_setting" in g else g.iloc[0:0]
+    return g[(g["world_size"] == 1) & g["ddp"].astype(bool)]
+
+
 def targets(curves: pd.DataFrame, thresholds: dict) -> dict[tuple[str, str], float]:
-    """{(experiment, model): target loss}; a pair whose world-1 DDP point has no curve gets none."""
+    """{(experiment, model): target loss}; a pair whose baseline point has no curve gets none."""
     fixed = thresholds.get("target_loss")
     factor = float(thresholds.get("target_loss_factor", 1.5))
     out = {}
@@ -51,7 +61,7 @@ def targets(curves: pd.DataFrame, thresholds: dict) -> dict[tuple[str, str], flo
         if fixed is not None:
             out[(exp, model)] = float(fixed)
             continue
-        base = g[(g["world_size"] == 1) & g["ddp"].astype(bool)]
+        base = _baseline(exp, g)
         finals = [r.sort_values("step")["train_loss"].dropna().iloc[-1]
                   for _, r in base.groupby(["point_id", "rep"]) if r["train_loss"].notna().any()]
         if finals:
@@ -68,6 +78,10 @@ def per_repeat(measurements: pd.DataFrame, curves: pd.DataFrame, thresholds: dic
     df["target_reached"] = None
     if curves.empty:
         return df
+    if "ddp_setting" in df and ("ddp_setting" not in curves or not curves["ddp_setting"].astype(bool).any()):
+        # a loss_curves.csv from before the column: the setting from the point's row
+        setting = dict(zip(df["point_id"], df["ddp_setting"]))
+        curves = curves.assign(ddp_setting=[setting.get(p, "") for p in curves["point_id"]])
     goal = targets(curves, thresholds)
     # a curve belongs to one point x repeat
     by_run = {(pid, int(rep)): g for (pid, rep), g in curves.groupby(["point_id", "rep"])}

@@ -210,7 +210,7 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
         if state != "ok":
             continue
         keys = {c: row[c] for c in ("experiment", "model", "world_size", "nodes", "gpus_per_node",
-                                    "placement_class", "ddp", "rep")}
+                                    "placement_class", "ddp", "rep", "ddp_setting", "link_mbit")}
         for entry in _get(rec, "loss", "curve") or []:
             curves.append({"point_id": pid, **keys, **{k: entry.get(k) for k in
                                                        ("step", "samples_seen", "elapsed_s", "train_loss")}})

@@ -1,0 +1,83 @@
+"""The ddp experiment end to end through real Snakemake and real gloo process groups: DDP's hooks
+at 1x2 on this machine, each combination a point with its own id; bf16 (gloo cannot) comes back
+as a failed point naming the reason while the study finishes; the fp16 and PowerSGD records count
+fewer bytes per step than none; the tables, figures, guideline and the report's "DDP settings"
+section are built from them; a re-run retries only the failed points."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = "ddpt"
+
+
+def run(work: Path) -> str:
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--configfile",
+                        "ddp.yaml"], cwd=work, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ddp study")  # a space in the path, as a user's checkout may have
+    for name in ("Snakefile", "workflow", "config", "profiles"):
+        shutil.copytree(ROOT / name, work / name) if (ROOT / name).is_dir() else shutil.copy(ROOT / name, work)
+    shutil.copy(ROOT / "tests" / "configs" / "ddp-small.yaml", work / "ddp.yaml")
+    return work, run(work)
+
+
+def test_every_setting_is_a_point_and_bf16_is_a_failed_point_with_its_reason(study):
+    work, _ = study
+    recs = [json.loads(p.read_text()) for p in (work / "results" / STUDY / "points").glob("*.json")]
+    by = {}
+    for r in recs:
+        by.setdefault(r["point"]["train"].get("comm_hook", "none"), []).append(r)
+    assert sorted(by) == ["bf16", "fp16", "none", "powersgd"] and all(len(v) == 2 for v in by.values())
+    assert len({r["point"]["id"] for r in recs}) == 8
+    assert all(r["status"] == "failed" and "BF16" in r["reason"] for r in by["bf16"]), [r["reason"] for r in by["bf16"]]
+    for hook in ("none", "fp16", "powersgd"):
+        assert all(r["status"] == "ok" for r in by[hook]), [r.get("reason") for r in by[hook]]
+    nbytes = {h: by[h][0]["comm"]["bytes_per_step"] for h in ("none", "fp16", "powersgd")}
+    assert nbytes["fp16"] == pytest.approx(nbytes["none"] / 2, rel=0.02), nbytes
+    assert nbytes["powersgd"] < nbytes["fp16"], nbytes
+
+
+def test_table_guideline_and_report_section(study):
+    work, _ = study
+    out = work / "results" / STUDY
+    t = pd.read_csv(out / "ddp.csv")
+    assert list(t["ddp_setting"]) == ["none", "bf16", "fp16", "powersgd-rank2"]
+    assert t.set_index("ddp_setting").loc["bf16", "n_ok"] == 0
+    fp16 = t.set_index("ddp_setting").loc["fp16"]
+    assert fp16["bytes_ratio"] == pytest.approx(0.5, rel=0.02) and fp16["final_loss_ratio"] > 0
+    guidelines = json.loads((out / "guidelines.json").read_text())["guidelines"]
+    (g,) = [g for g in guidelines if g["topic"] == "ddp"]
+    assert g["status"] in ("advice", "inconclusive"), g
+    assert "bf16" in g["numbers"]["verdict_by_setting"] and g["numbers"]["verdict_by_setting"]["bf16"] == "ruled out"
+    model = json.loads((out / "model.json").read_text())
+    entries = {e["ddp_setting"]: e for e in next(iter(model["ddp_settings"].values()))}
+    assert entries["fp16"]["bytes_factor"] == pytest.approx(0.5, rel=0.02)
+    html = (work / "reports" / STUDY / "report.html").read_text()
+    section = html.split('<section id="ddp">')[1].split("</section>")[0]
+    assert section.count("data:image/png;base64,") == 2 and 'id="table-ddp"' in section
+    assert re.search(r"failed: [^<]*BF16", section)
+
+
+def test_a_rerun_retries_only_the_failed_points(study):
+    """A failed point is retried on the next run (how a study recovers from a transient failure);
+    every ok point is left alone, and bf16 fails again with the same reason."""
+    work, _ = study
+    log = run(work)
+    measured = set(re.findall(r"Job \d+: measure ([^\s:]+)", log))
+    assert len(measured) == 2 and all("-bf16-" in m for m in measured), measured
+    recs = [json.loads(p.read_text()) for p in (work / "results" / STUDY / "points").glob("*bf16*.json")]
+    assert len(recs) == 2 and all(r["status"] == "failed" and "BF16" in r["reason"] for r in recs)
