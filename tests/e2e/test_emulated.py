@@ -90,6 +90,10 @@ def test_cluster_stays_inside_and_kill_9_leaves_nothing_cluster_down_cannot_remo
         measured = netemu.probe(c, netemu.Link(100.0))
         assert 80 < measured["tcp_rate_mbit"] < 101, measured
         assert netemu.owner_alive(netemu.read_state("test"))
+        # another process's `up` of the same name refuses, and leaves the live owner's cluster alone
+        with pytest.raises(netemu.EmulationError, match=r"'test' is in use \(its owner, pid \d+, is alive"):
+            netemu.up(netemu.plan("test", 2), os.getpid())
+        assert netemu.probe(c, netemu.Link(100.0))["tcp_rate_mbit"] > 80
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()

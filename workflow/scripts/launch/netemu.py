@@ -323,12 +323,19 @@ def _foreign_users_of_range(cluster: Cluster) -> list[str]:
 
 
 def up(cluster: Cluster, owner_pid: int) -> None:
-    """Make `cluster`, replacing whatever an earlier one of the same name left (a dead owner's); the
-    state file is written first, so that a crash half-way leaves nothing `down` cannot find."""
+    """Make `cluster`, replacing whatever an earlier one of the same name left when its owner is
+    dead (or is `owner_pid` itself); a live owner's cluster is refused, never torn down under it
+    (`cluster.py up slurm` while an emulated Slurm runs). The state file is written first, so that a
+    crash half-way leaves nothing `down` cannot find."""
     why = why_not()
     if why:
         raise EmulationError(why)
     _private_dir()
+    old = read_state(cluster.name)
+    if old and owner_alive(old) and old.get("owner_pid") != owner_pid:
+        raise EmulationError(f"emulated cluster '{cluster.name}' is in use (its owner, pid {old['owner_pid']}, is "
+                             f"alive; made {old.get('made_utc', '?')}): not replaced. Stop what uses it, or remove it "
+                             f"with `python workflow/scripts/cluster.py down {cluster.name}` (make cluster-down)")
     down(cluster.name)
     foreign = _foreign_users_of_range(cluster)
     if foreign:

@@ -20,6 +20,7 @@ by their means (stated as such).
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -50,7 +51,9 @@ def judge(r, tol: float, min_repeats: int) -> tuple[str, str, int | None]:
     """(verdict: 'qualifies' | 'ruled out' | 'undecided', why, more repeats it needs or None)."""
     if int(r["n_ok"]) == 0:
         why = r.get("not_ok")
-        return "ruled out", f"could not run here ({why if isinstance(why, str) and why else 'no ok repeat'})", None
+        # the repeats' reasons differ only in their log paths: the first one, without its log
+        why = re.sub(r" \(log: [^)]*\)", "", why.split("; ")[0]) if isinstance(why, str) and why else "no ok repeat"
+        return "ruled out", f"could not run here ({why})", None
     note = str(r.get("time_to_target_note") or "")
     if note.startswith("not reached"):
         return "ruled out", f"did not reach the target loss ({note})", None
