@@ -80,7 +80,10 @@ if [ "$CUDA" != 1 ]; then
 fi
 
 section "2. tests"
-if "$PY" -c 'import pytest' 2>/dev/null; then
+if "$PY" -c 'import pytest' 2>/dev/null && [ "$CUDA" != 1 ] && [ $QUICK = 1 ]; then
+  # no GPU and --quick (the CPU test of this script): the layer tests are the unit suite's own, run there
+  run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_train_cli.py
+elif "$PY" -c 'import pytest' 2>/dev/null; then
   run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_layers.py tests/unit/test_bases.py \
     tests/unit/test_train_cli.py
 else

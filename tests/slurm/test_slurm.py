@@ -264,9 +264,9 @@ def test_adaptive_repeats_run_as_slurm_jobs_after_a_local_look(workdir):
     assert added, look["history"][0]
     calls = sbatch_calls(log)
     assert not [c for c in calls if "rule_look" in c]  # the look is a local rule, never a job
-    third = {p.family: p.id for p in _points(study) if p.rep == 2}
+    second = {p.family: p.id for p in _points(study) if p.rep == 1}  # the repeat only a look asks for
     for fam in added:
-        pid = third[fam]
+        pid = second[fam]
         assert f"rule_measure_point_wildcards_{study}_{pid}" in calls, sorted(calls)  # the added repeat: a job
         assert load_record(workdir, pid, study)["status"] == "ok"
     assert (workdir / "reports" / study / "report.html").exists()

@@ -135,3 +135,32 @@ def test_no_training_point_gives_a_reason():
     m = build_model(clean(frame([row("strong", 1, 1, status="failed", reason="oom")])), clean_allreduce(pd.DataFrame()),
                     {"bootstrap_samples": 20})
     assert m["models"] == {} and m["reason"]
+
+
+def test_ranks_sharing_cores_time_share_their_all_reduce_too():
+    """CPU ranks on a 2-core host: at 4 ranks (s = 2) the compute and the all-reduce both take twice
+    their unshared time, in the sweep and in the steps. Fitted with that, alpha and beta come back
+    and the held-out 4-rank step is predicted exactly; read as unshared, the 4-rank sweep would pull
+    alpha and beta up and the 2-rank step would be over-predicted."""
+    n, rows = 4 * 5377, []
+    for p in (1, 2, 4):
+        s = max(p / 2, 1.0)
+        b = 256 // p
+        comp = s * (1e-3 + 2e-6 * b)
+        exposed = s * float(ring(p, n, ALPHA, BETA)) if p > 1 else 0.0
+        for rep in range(2):
+            r = point(p, rep, b, comp + exposed, comp, exposed)
+            r.update(device_type="cpu", host_cpus=2, threads_per_rank=1)
+            rows.append(r)
+    ar = allreduce_sweep(ALPHA, BETA, ((1, 2, "intra-node"), (1, 4, "intra-node")), (4096, 65536, 1048576), reps=1)
+    ar.loc[ar["world_size"] == 4, "time_s"] *= 2  # 4 ranks on 2 cores
+    ar = clean_allreduce(ar.assign(device_type="cpu", host_cpus=2, threads_per_rank=1, num_hosts=1))
+    train = training_rows(clean(frame(rows)))
+    (alpha, beta), _ = fit_sweep(ar)
+    assert alpha == pytest.approx(ALPHA, rel=1e-6) and beta == pytest.approx(BETA, rel=1e-6)
+    v = validate(train, ar, "kan-bspline [2,64,1]", "intra-node")
+    per_p = {e["world_size"]: e["error_pct"] for e in v["per_world_size"]}
+    assert abs(per_p[4]) < 0.5 and abs(per_p[2]) < 0.5, per_p
+    # the same sweep without its host facts (a file from before them) is read as unshared: alpha is off
+    (alpha_old, _), _ = fit_sweep(ar.drop(columns=["host_cpus"]))
+    assert alpha_old > 1.2 * ALPHA

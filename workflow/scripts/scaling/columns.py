@@ -48,7 +48,8 @@ LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", 
                       "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss", "ddp_setting", "link_mbit"]
 ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
                      "backend",
-                     "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status"]
+                     "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status",
+                     "device_type", "num_hosts", "threads_per_rank", "host_cpus"]
 
 
 def as_bool(v, default: bool | None = None) -> bool | None:
@@ -147,7 +148,7 @@ def clean_allreduce(ar: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame(columns=ALLREDUCE_COLUMNS)
     ar = ar.copy()
     for c in ("nodes", "gpus_per_node", "world_size", "rep", "size_bytes", "time_s", "time_p10_s", "time_p90_s",
-              "algbw_gbps", "busbw_gbps", "num_hosts", "link_mbit"):
+              "algbw_gbps", "busbw_gbps", "num_hosts", "link_mbit", "threads_per_rank", "host_cpus"):
         if c in ar:
             ar[c] = pd.to_numeric(ar[c], errors="coerce")
     status = ar["status"].fillna("ok").astype(str) if "status" in ar else pd.Series("ok", index=ar.index)

@@ -21,7 +21,11 @@ merges into k_b. Relative residuals (prediction / measured - 1), one per ok repe
 Communication term, per link class (intra-node, inter-node, and simulated inter-node kept apart):
 the ring all-reduce of n bytes over p ranks sends 2 (p - 1) messages of n / p bytes per rank, so
     ring(p, n) = 2 (p - 1) * alpha + 2 (p - 1) / p * n * beta
-(alpha: latency per message in s; beta: s per byte, 1 / beta the link's bus bandwidth). Two sources:
+(alpha: latency per message in s; beta: s per byte, 1 / beta the link's bus bandwidth). On CPU
+ranks (gloo) the all-reduce is the ranks' own CPU work (copies, sums, socket wake-ups), so ranks that
+time-share cores time-share it too: sweep times, exposed comm and predictions carry the same
+oversubscription s as the compute term (measured on the 2-core VM: 4 ranks' all-reduce took 1.8x
+the ring time predicted from 2 ranks, where s = 2; s = 1 on GPUs and wherever cores are unknown). Two sources:
   (a) the all-reduce sweep (allreduce.csv: time of one all_reduce of size_bytes at each topology):
       alpha and beta by bounded least squares over every ok row, relative residuals (the sizes span
       4 KiB to 64 MiB: small sizes pin alpha, large ones beta);
@@ -64,6 +68,9 @@ from scipy.optimize import least_squares
 from .columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, is_emulated, model_family
 
 SEED = 0
+# gloo's all-reduce is the CPU ranks' own work: time-shared like their compute (see the docstring);
+# benchmarks/model_loo.py turns it off to show the model without it
+COMM_SHARES_CORES = True
 COMPUTE_TERMS = ("c0_s", "per_sample_s", "per_sample_param_s")
 CONFIG = ["experiment", "model", "nodes", "gpus_per_node", "batch_per_rank"]
 
@@ -140,20 +147,29 @@ def _ring_design(p: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.column_stack([2 * (p - 1), 2 * (p - 1) / p * n])
 
 
+def sweep_oversub(ar: pd.DataFrame) -> np.ndarray:
+    """The oversubscription of each sweep row (1 where its file predates the host facts)."""
+    col = lambda c: ar[c] if c in ar else pd.Series(np.nan, index=ar.index)  # noqa: E731
+    hosts = col("num_hosts").fillna(ar["nodes"]).clip(lower=1)
+    return oversubscription(col("device_type"), ar["world_size"] / hosts, col("threads_per_rank"), col("host_cpus"))
+
+
 def fit_sweep(ar: pd.DataFrame) -> tuple[np.ndarray, list[bool]] | None:
-    """((alpha, beta), at-bound flags) of one link class from its all-reduce sweep rows, or None when
-    they cannot separate the two (fewer than two sizes)."""
+    """((alpha, beta), at-bound flags) of one link class from its all-reduce sweep rows (each time
+    divided by its oversubscription), or None when they cannot separate the two (fewer than two sizes)."""
     ar = ar[ar["world_size"] > 1]
     if ar.empty or ar["size_bytes"].nunique() < 2:
         return None
     p, n, t = (ar[c].to_numpy(float) for c in ("world_size", "size_bytes", "time_s"))
-    return bounded_linear(_ring_design(p, n), t, relative=True)
+    s = sweep_oversub(ar) if COMM_SHARES_CORES else np.ones(len(ar))
+    return bounded_linear(_ring_design(p, n) * s[:, None], t, relative=True)
 
 
 def fit_comm(cls: str, train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
     """{'alpha_s', 'beta_s_per_byte', 'exposure', 'source', 'exposure_assumed'} of one link class."""
     rows = train[(train["placement_class"] == cls) & (train["world_size"] > 1) & train["exposed_comm_s"].notna()]
     p, n, e = (rows[c].to_numpy(float) for c in ("world_size", "grads_bytes", "exposed_comm_s"))
+    s = rows["oversub"].to_numpy(float) if "oversub" in rows and COMM_SHARES_CORES else np.ones(len(rows))
     swept = fit_sweep(sweep[sweep["placement_class"] == cls])
     if swept is not None:
         (alpha, beta), bound = swept
@@ -161,13 +177,13 @@ def fit_comm(cls: str, train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
                "at_bound": {"alpha_s": bound[0], "beta_s_per_byte": bound[1]}}
         if rows.empty:
             return {**out, "exposure": 1.0, "exposure_assumed": True}
-        (eta,), eta_bound = bounded_linear(ring(p, n, alpha, beta)[:, None], e, relative=False)
+        (eta,), eta_bound = bounded_linear((s * ring(p, n, alpha, beta))[:, None], e, relative=False)
         out["at_bound"]["exposure"] = eta_bound[0]
         return {**out, "exposure": float(eta), "exposure_assumed": False,
                 "source": "allreduce sweep; exposure from the training points"}
     if rows.empty:
         raise NotFitted(f"no {cls} all-reduce sweep and no {cls} training point with world size > 1")
-    X = _ring_design(p, n)
+    X = _ring_design(p, n) * s[:, None]
     if len(np.unique(X, axis=0)) < 2 or not _full_rank(np.unique(X, axis=0)):
         raise NotFitted(f"{cls}: exposed comm at one world size and one gradient size cannot separate alpha from "
                         f"beta; run the all-reduce sweep or measure two world sizes > 1")
@@ -204,7 +220,8 @@ def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0) -> n
         comm = fit["comm"].get(cls)
         if not isinstance(comm, dict):
             raise NotFitted(comm or f"no {cls} communication data")
-        t = t + comm["exposure"] * ring(p, n, comm["alpha_s"], comm["beta_s_per_byte"]) * (np.asarray(p) > 1)
+        shared = np.asarray(oversub, float) if COMM_SHARES_CORES else 1.0
+        t = t + shared * comm["exposure"] * ring(p, n, comm["alpha_s"], comm["beta_s_per_byte"]) * (np.asarray(p) > 1)
     return t
 
 

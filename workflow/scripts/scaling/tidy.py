@@ -217,7 +217,8 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
         for size in _get(rec, "allreduce", "sizes") or []:
             sweeps.append({"point_id": pid, **{c: row[c] for c in ("nodes", "gpus_per_node", "world_size",
                                                                   "placement_class", "link_mbit", "rep",
-                                                                  "backend")},
+                                                                  "backend", "device_type", "num_hosts",
+                                                                  "threads_per_rank", "host_cpus")},
                            **{k: size.get(k) for k in ("size_bytes", "time_s", "time_p10_s", "time_p90_s",
                                                         "algbw_gbps", "busbw_gbps")}, "status": state})
     return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
