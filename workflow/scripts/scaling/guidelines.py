@@ -524,7 +524,7 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
         bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
         if bad:
             settle = "; ".join(
-                f"{cls}: " + (f"LOO MAPE {v['loo_mape_pct']:.0f}% > {max_mape_pct:g}%: more repeats or world sizes"
+                f"{cls}: " + (f"LOO MAPE {v['loo_mape_pct']:.1f}% > {max_mape_pct:g}%: more repeats or world sizes"
                               if v.get("loo_mape_pct") is not None else
                               f"{v.get('reason', 'not validated')} — measure three or more world sizes there")
                 for cls, v in bad)

@@ -485,7 +485,7 @@ def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measur
 
 def _validation_text(v: dict) -> str:
     if v.get("loo_mape_pct") is not None:
-        return f"LOO MAPE {v['loo_mape_pct']:.0f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
+        return f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
     return f"not validated: {v.get('reason', 'unknown')}"
 
 
