@@ -26,7 +26,9 @@ def ddp_rows(setting: str, step_s: float, final: float, reps: int = 4, noise: fl
     rows, curves = [], []
     for k in range(reps):
         jit = 1 + noise * (k - (reps - 1) / 2)
-        r = row("ddp", nodes, gpn, rep=k, status=status, reason=reason, batch_per_rank=64)
+        # a failed repeat's reason ends with its own log's path, as the launcher writes it
+        why = f"{reason} (log: results/t/logs/{setting}-r{k}.log)" if reason else None
+        r = row("ddp", nodes, gpn, rep=k, status=status, reason=why, batch_per_rank=64)
         r["point_id"] = f"ddp-{setting.replace(' ', '_')}-n{nodes}g{gpn}-r{k}"
         r["ddp_setting"], r["comm_hook"], r["link_mbit"] = setting, setting.split(" ")[0].split("-rank")[0], 0.0
         if status == "ok":
@@ -100,9 +102,14 @@ def test_a_setting_the_backend_cannot_run_is_ruled_out_with_its_reason():
     t, g = decide(*study(ddp_rows("none", 0.010, 0.10), ddp_rows("fp16", 0.012, 0.10),
                          ddp_rows("bf16", 0, 0, status="failed", reason="BF16 all reduce communication hook required "
                                   "CUDA 11+ and NCCL 2.10+")))
-    assert int(t[t["ddp_setting"] == "bf16"]["n_ok"].iloc[0]) == 0
+    bf16 = t[t["ddp_setting"] == "bf16"].iloc[0]
+    assert int(bf16["n_ok"]) == 0
+    # the 4 repeats failed alike: their reason once, with the first repeat's log
+    assert bf16["not_ok"].count("BF16") == 1 and "bf16-r0.log" in bf16["not_ok"], bf16["not_ok"]
     assert g[0]["status"] == "advice" and g[0]["numbers"]["recommended"] == "none"
-    assert "bf16 (could not run here (failed: BF16 all reduce" in g[0]["text"]
+    assert "bf16 (could not run here (failed: BF16 all reduce" in g[0]["text"] and "(log:" not in g[0]["text"]
+    assert g[0]["numbers"]["time_to_target_ratio_by_setting"]["bf16"] is None
+    assert g[0]["numbers"]["time_to_target_ratio_by_setting"]["none"] == 1.0
 
 
 def test_without_the_baseline_there_is_no_advice():

@@ -20,13 +20,13 @@ by their means (stated as such).
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
 from .columns import SIMULATED, is_emulated
 from .ddp_table import BASELINE
 from .guidelines import Decide, _num, deciding, guideline, key_of, more_repeats, rests_on, settle_text, side, topo
+from .tables import LOG_PATH
 
 
 def _fmt(v, lo, hi, label: str) -> str:
@@ -51,8 +51,8 @@ def judge(r, tol: float, min_repeats: int) -> tuple[str, str, int | None]:
     """(verdict: 'qualifies' | 'ruled out' | 'undecided', why, more repeats it needs or None)."""
     if int(r["n_ok"]) == 0:
         why = r.get("not_ok")
-        # the repeats' reasons differ only in their log paths: the first one, without its log
-        why = re.sub(r" \(log: [^)]*\)", "", why.split("; ")[0]) if isinstance(why, str) and why else "no ok repeat"
+        # the table's reasons, each once (tables.not_ok_text); the guideline cites them without log paths
+        why = LOG_PATH.sub("", why) if isinstance(why, str) and why else "no ok repeat"
         return "ruled out", f"could not run here ({why})", None
     note = str(r.get("time_to_target_note") or "")
     if note.startswith("not reached"):
@@ -124,11 +124,16 @@ def ddp_settings(ddp: pd.DataFrame, tol_pct: float, d: Decide, model_json: dict 
         def per(fn):
             return {s: fn(base if s == BASELINE else verdicts[s][0], s) for s in settings}
 
-        nums["time_to_target_ratio_by_setting"] = per(lambda r, s: [1.0, None, None] if s == BASELINE else
-                                                      [_num(r["ttt_ratio"], 3), *(_num(x, 3) for x in deciding(r, "ttt_ratio"))])
-        nums["final_loss_ratio_by_setting"] = per(lambda r, s: [1.0, None, None] if s == BASELINE else
-                                                  [_num(r["final_loss_ratio"], 3),
-                                                   *(_num(x, 3) for x in deciding(r, "final_loss_ratio"))])
+        def ratio_cell(r, s, name):
+            """1 at the baseline (by definition), the ratio with its deciding interval, or None (unknown)."""
+            if s == BASELINE:
+                return 1.0
+            if _num(r[name]) is None:
+                return None
+            return [_num(r[name], 3), *(_num(x, 3) for x in deciding(r, name))]
+
+        nums["time_to_target_ratio_by_setting"] = per(lambda r, s: ratio_cell(r, s, "ttt_ratio"))
+        nums["final_loss_ratio_by_setting"] = per(lambda r, s: ratio_cell(r, s, "final_loss_ratio"))
         nums["step_time_ratio_by_setting"] = per(lambda r, s: 1.0 if s == BASELINE else _num(r["step_ratio"], 3))
         nums["bytes_per_step_ratio_by_setting"] = per(lambda r, s: 1.0 if s == BASELINE else _num(r["bytes_ratio"], 4))
         nums["n_ok_by_setting"] = per(lambda r, s: int(r["n_ok"]))
@@ -170,12 +175,12 @@ def ddp_settings(ddp: pd.DataFrame, tol_pct: float, d: Decide, model_json: dict 
             nums["recommended"] = r["ddp_setting"]
             pred = _prediction(model_json, model, r)
             model_txt = ""
-            if pred and pred.get("predicted_step_time_s") is not None:
+            if pred and pred.get("error_pct") is not None:  # a prediction, and a measured step to check it
                 nums["model_step_time_s"] = _num(pred["predicted_step_time_s"], 5)
-                nums["model_error_pct"] = _num(pred.get("error_pct"), 1)
+                nums["model_error_pct"] = _num(pred["error_pct"], 1)
                 model_txt = (f"; the performance model, with its bytes per step ({pred['bytes_factor']:.3g}× of none), "
                              f"predicts a step of {1e3 * pred['predicted_step_time_s']:.2f} ms "
-                             f"({pred['error_pct']:+.0f}% vs measured)" if pred.get("error_pct") is not None else "")
+                             f"({pred['error_pct']:+.0f}% vs measured)")
             also = [v[0]["ddp_setting"] for v in qualify[1:]]
             text = (f"{head}: use {r['ddp_setting']}: time to target "
                     f"{_fmt(r['ttt_ratio'], *deciding(r, 'ttt_ratio'), d.label)} of `none`, final loss "

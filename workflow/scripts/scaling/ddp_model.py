@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 
 from .columns import model_family
+from .ddp_table import SAME_PLACE, baseline_of, hook_of
 
 NOMINAL = {"none": 1.0, "fp16": 0.5, "bf16": 0.5}
-PLACE = ["model", "nodes", "gpus_per_node", "link_mbit"]
 
 
 def _factor(g: pd.DataFrame, base: pd.DataFrame, hook: str) -> tuple[float | None, str]:
-    mine, ref = g["bytes_per_step"].dropna(), base["bytes_per_step"].dropna() if len(base) else pd.Series(dtype=float)
+    mine, ref = g["bytes_per_step"].dropna(), base["bytes_per_step"].dropna()
     if len(mine) and len(ref) and float(ref.mean()) > 0:
         return float(mine.mean() / ref.mean()), "measured: bytes per step ÷ those of none"
     if hook in NOMINAL:
@@ -38,15 +38,10 @@ def ddp_predictions(rows: pd.DataFrame, fit: dict) -> dict[str, list[dict]]:
 
     out: dict[str, list[dict]] = {}
     sub = rows[rows["experiment"] == "ddp"] if "experiment" in rows else rows.iloc[0:0]
-    for key, g in sub.groupby(PLACE + ["ddp_setting"], sort=True):
-        place = dict(zip(PLACE, key[:-1]))
+    for key, g in sub.groupby(SAME_PLACE + ["ddp_setting"], sort=True):
+        place = dict(zip(SAME_PLACE, key[:-1]))
         setting = key[-1]
-        same = np.ones(len(sub), bool)
-        for c in PLACE:
-            same &= (sub[c] == place[c]).to_numpy()
-        base = sub[same & (sub["ddp_setting"] == "none").to_numpy()]
-        hook = str(setting).split(" ")[0].split("-rank")[0]
-        factor, source = _factor(g, base, hook)
+        factor, source = _factor(g, baseline_of(sub, place), hook_of(setting))
         measured = float(g["step_time_s"].mean())
         entry = {"ddp_setting": setting, "nodes": int(place["nodes"]), "gpus_per_node": int(place["gpus_per_node"]),
                  "link_mbit": float(place["link_mbit"] or 0), "placement_class": str(g["placement_class"].iloc[0]),

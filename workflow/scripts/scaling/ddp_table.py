@@ -21,14 +21,14 @@ import math
 import pandas as pd
 
 from .stats import ratio_ci, summarize
-from .tables import _ok, aggregate, not_reached_note
+from .tables import _ok, aggregate, reached_times
 
 BASELINE = "none"
 # the baseline of a setting: the `none` configuration at the same model, placement and link
 SAME_PLACE = ["model", "nodes", "gpus_per_node", "link_mbit"]
 METRICS = ["samples_per_s", "step_time_s", "nosync_step_time_s", "exposed_comm_pct", "exposed_comm_s",
            "bytes_per_step", "final_train_loss", "test_loss", "time_to_target_s"]
-RATIOS = {"step_ratio": "step_time_s", "final_loss_ratio": "final_train_loss", "ttt_ratio": "time_to_target_s"}
+RATIOS = ("step_ratio", "final_loss_ratio", "ttt_ratio")
 # the guideline decides on these two ratios
 DECIDED_RATIOS = ("final_loss_ratio", "ttt_ratio")
 
@@ -41,15 +41,19 @@ def _ratio(t: pd.DataFrame, i, name: str, num: pd.Series, den: pd.Series, level:
         t.at[i, f"{name}_dlo"], t.at[i, f"{name}_dhi"] = d["ci_lo"], d["ci_hi"]
 
 
-def _reached(ok: pd.DataFrame) -> tuple[pd.Series | None, str]:
-    """(time-to-target values when every ok repeat with a curve reached the target, else None; a note)."""
-    have = ok[ok["target_reached"].notna()] if "target_reached" in ok else ok.iloc[0:0]
-    if have.empty:
-        return None, "no loss curve" if len(ok) else ""
-    missed = int((~have["target_reached"].astype(bool)).sum())
-    if missed:
-        return None, not_reached_note(missed, len(have))
-    return have["time_to_target_s"], ""
+def hook_of(label: str) -> str:
+    """The hook a setting's label starts with ('powersgd-rank2 bucket-1' -> 'powersgd'; kan/config.py ddp_label)."""
+    return str(label).split(" ")[0].split("-rank")[0]
+
+
+def baseline_of(rows: pd.DataFrame, row) -> pd.DataFrame:
+    """The ok `none` rows at the same model, placement and link as `row`."""
+    same = rows["ddp_setting"] == BASELINE
+    if "status" in rows:
+        same &= rows["status"] == "ok"
+    for c in SAME_PLACE:
+        same &= rows[c] == row[c]
+    return rows[same]
 
 
 def ddp_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -57,8 +61,7 @@ def ddp_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     target columns of target.per_repeat). Empty (with its columns) when the experiment did not run."""
     sub = df[df["experiment"] == "ddp"]
     t = aggregate(sub, METRICS, level)
-    # the label starts with the hook ("powersgd-rank2 bucket-1": powersgd), kan/config.py ddp_label
-    t["comm_hook"] = [str(s).split(" ")[0].split("-rank")[0] for s in t["ddp_setting"]]
+    t["comm_hook"] = [hook_of(s) for s in t["ddp_setting"]]
     t["is_baseline"] = t["ddp_setting"] == BASELINE
     t["target_loss"] = math.nan
     t["time_to_target_note"] = ""
@@ -69,7 +72,7 @@ def ddp_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     t["baseline_n_ok"] = math.nan
     for i, r in t.iterrows():
         ok = _ok(sub, r)
-        times, note = _reached(ok)
+        times, note = reached_times(ok)
         t.at[i, "time_to_target_note"] = note
         if len(ok) and "target_loss" in ok and ok["target_loss"].notna().any():
             t.at[i, "target_loss"] = float(ok["target_loss"].dropna().iloc[0])
@@ -77,16 +80,13 @@ def ddp_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
             # the mean over the repeats that reached it would be biased low: no time at all
             for sfx in ("mean", "median", "std", "ci_lo", "ci_hi"):
                 t.at[i, f"time_to_target_s_{sfx}"] = math.nan
-        same = sub["status"] == "ok"
-        for c in SAME_PLACE:
-            same &= sub[c] == r[c]
-        base = sub[same & (sub["ddp_setting"] == BASELINE)]
+        base = baseline_of(sub, r)
         t.at[i, "baseline_n_ok"] = len(base)
         if base.empty or r["ddp_setting"] == BASELINE:
             continue  # the baseline against itself is 1 by definition: no interval to show
         _ratio(t, i, "step_ratio", ok["step_time_s"], base["step_time_s"], level)
         _ratio(t, i, "final_loss_ratio", ok["final_train_loss"], base["final_train_loss"], level)
-        base_times, _ = _reached(base)
+        base_times, _ = reached_times(base)
         if times is not None and base_times is not None:
             _ratio(t, i, "ttt_ratio", times, base_times, level)
         b0, b1 = summarize(base["bytes_per_step"])["mean"], summarize(ok["bytes_per_step"])["mean"]

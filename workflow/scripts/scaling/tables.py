@@ -11,6 +11,7 @@ given against both; non-DDP points never enter the DDP fits.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -34,6 +35,7 @@ DECIDED = ("exposed_comm_pct", "compute_samples_per_s_per_rank")
 SIGNED = {"exposed_comm_pct", "exposed_comm_s"}
 SHARES_PCT = {"exposed_comm_pct"}  # % of the synced step: at most 100
 GB = 1e9  # params per GB uses decimal gigabytes, as the seed paper's params_per_gb
+LOG_PATH = re.compile(r" \(log: [^)]*\)")  # the launcher's "(log: results/<study>/logs/<point>.log)"
 
 
 def points_status(df: pd.DataFrame) -> pd.DataFrame:
@@ -52,6 +54,18 @@ def _ok(df: pd.DataFrame, row: pd.Series | dict) -> pd.DataFrame:
     for c in GROUP:
         sel &= df[c] == row[c]
     return df[sel]
+
+
+def not_ok_text(g: pd.DataFrame) -> str:
+    """Why a configuration's repeats did not succeed, each reason once: repeats that failed alike
+    differ only in their log's path, so reasons are told apart without it (the first one's is kept)."""
+    seen: dict[str, str] = {}
+    for st, r in zip(g["status"], g["reason"]):
+        if st == "ok":
+            continue
+        text = f"{st}: {r}" if isinstance(r, str) and r else st
+        seen.setdefault(LOG_PATH.sub("", text), text)
+    return "; ".join(seen[k] for k in sorted(seen))
 
 
 def _clip(m: str, st: dict) -> dict:
@@ -76,9 +90,7 @@ def aggregate(df: pd.DataFrame, metrics: list[str], level: float = 0.95) -> pd.D
         row["n_failed"] = int(((g["status"] != "ok") & (g["status"] != "missing")).sum())
         row["n_missing"] = int((g["status"] == "missing").sum())
         row["n_contended"] = int(ok["contended"].astype(bool).sum()) if "contended" in ok else 0
-        reasons = sorted({f"{s}: {r}" if isinstance(r, str) and r else s
-                          for s, r in zip(g["status"], g["reason"]) if s != "ok"})
-        row["not_ok"] = "; ".join(reasons)
+        row["not_ok"] = not_ok_text(g)
         for m in metrics:
             values = ok[m] if m in ok else []
             st = _clip(m, summarize(values))
@@ -169,27 +181,36 @@ def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
         base_ok = base is not None and len(base_t) and bool(base["target_reached"].eq(True).all())
         for i in g.index:
             ok = _ok(sub, t.loc[i])
-            have = ok[ok["target_reached"].notna()]
-            if have.empty:
-                t.at[i, "time_to_target_note"] = "no loss curve" if len(ok) else ""
+            times, note = reached_times(ok)
+            t.at[i, "time_to_target_note"] = note
+            if ok["target_reached"].notna().any():
+                t.at[i, "target_loss"] = float(ok.loc[ok["target_reached"].notna(), "target_loss"].iloc[0])
+            if times is None:
                 continue
-            t.at[i, "target_loss"] = float(have["target_loss"].iloc[0])
-            missed = int((~have["target_reached"].astype(bool)).sum())
-            if missed:
-                t.at[i, "time_to_target_note"] = not_reached_note(missed, len(have))
-                continue
-            st = summarize(have["time_to_target_s"])
+            st = summarize(times)
             t.at[i, "time_to_target_s"] = st["mean"]
             t.at[i, "time_to_target_s_ci_lo"] = max(st["ci_lo"], 0.0) if not math.isnan(st["ci_lo"]) else math.nan
             t.at[i, "time_to_target_s_ci_hi"] = st["ci_hi"]
             if base_ok:
-                _ratio_columns(t, i, "time_to_target_speedup", base_t, have["time_to_target_s"])
+                _ratio_columns(t, i, "time_to_target_speedup", base_t, times)
                 if t.at[i, "is_baseline"]:
                     _exact_at_baseline(t, i, ("time_to_target_speedup",))
 
 
 def not_reached_note(missed: int, total: int) -> str:
     return "not reached" if missed == total else f"not reached in {missed} of {total} repeats"
+
+
+def reached_times(ok: pd.DataFrame) -> tuple[pd.Series | None, str]:
+    """(the ok repeats' times to target when every one with a loss curve reached it, else None; a
+    note: 'no loss curve', 'not reached [in k of n repeats]' or '')."""
+    have = ok[ok["target_reached"].notna()] if "target_reached" in ok else ok.iloc[0:0]
+    if have.empty:
+        return None, "no loss curve" if len(ok) else ""
+    missed = int((~have["target_reached"].astype(bool)).sum())
+    if missed:
+        return None, not_reached_note(missed, len(have))
+    return have["time_to_target_s"], ""
 
 
 def strong_table(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
