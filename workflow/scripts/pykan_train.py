@@ -72,4 +72,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kanscale.train import exit_now
+
+    exit_now(main())  # as kan.train's ranks exit (kan/train.py exit_now says why)
