@@ -1,12 +1,15 @@
-"""The performance model's leave-one-world-size-out errors on a study's records, with the all-reduce
-taken as unshared (perfmodel.COMM_SHARES_CORES off: only the compute term time-shares the cores, the
-model before 2026-12-02) and as time-shared (on: sweep times, exposed comm and predictions carry the
-ranks' oversubscription, e.g. 4 ranks on 2 cores at s = 2). The sweep's rows get their host facts
-from the same points' rows of measurements.csv (files from before allreduce.csv carried them):
+"""The performance model's leave-one-world-size-out errors on a study's records, three ways:
+  unshared     the all-reduce not time-shared, no co-run slowdown (the model before 2026-12-02);
+  time-shared  sweep times, exposed comm and predictions carry the ranks' oversubscription s
+               (perfmodel.COMM_SHARES_CORES; 4 ranks on 2 cores: s = 2);
+  co-run       and compute carries the co-run slowdown c(k) the sweep measured (perfmodel.USE_CORUN,
+               kan/corun.py; records from before 2026-12-03 have none: then the same as time-shared).
+The sweep's rows get their host facts from the same points' rows of measurements.csv (files from
+before allreduce.csv carried them):
 
     .venv/bin/python benchmarks/model_loo.py results/local
 
-Prints, per model and placement class, the MAPE and the error per held-out world size of both.
+Prints, per model and placement class, the MAPE and the error per held-out world size of each.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import scaling.perfmodel as perfmodel  # noqa: E402
 from scaling.columns import clean, clean_allreduce  # noqa: E402
 
 HOST = ["device_type", "num_hosts", "threads_per_rank", "host_cpus"]
+VARIANTS = (("unshared", False, False), ("time-shared", True, False), ("co-run", True, True))
 
 
 def main(folder: Path) -> None:
@@ -33,8 +37,8 @@ def main(folder: Path) -> None:
     train = perfmodel.training_rows(clean(m))
     for model in sorted(train["model"].unique()):
         for cls in sorted(set(train.loc[train["model"] == model, "placement_class"])):
-            for name, on in (("unshared", False), ("time-shared", True)):
-                perfmodel.COMM_SHARES_CORES = on
+            for name, shared, corun in VARIANTS:
+                perfmodel.COMM_SHARES_CORES, perfmodel.USE_CORUN = shared, corun
                 v = perfmodel.validate(train, sweep, model, cls)
                 per = ", ".join(f"p={e['world_size']}: {e['error_pct']:+.1f}%" for e in v["per_world_size"]
                                 if "error_pct" in e)

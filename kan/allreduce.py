@@ -17,14 +17,17 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import metrics
+from . import corun, metrics
 from .config import AllreduceConfig
 from .distributed import sync
 from .env import DistInfo
 
 
 def sweep(cfg: AllreduceConfig, info: DistInfo, device: torch.device) -> dict:
-    """This rank's per-size timing summaries (seconds)."""
+    """This rank's per-size timing summaries (seconds), and on CPU its co-run slowdown (kan/corun.py:
+    a host fact the performance model needs, measured here because this point runs every multi-rank
+    placement of a study with the training points' ranks and threads)."""
+    shared = corun.measure(info.rank, info.world_size, device)
     out = []
     for size in cfg.sizes_bytes:
         buf = torch.ones(size // 4, dtype=torch.float32, device=device)
@@ -41,7 +44,7 @@ def sweep(cfg: AllreduceConfig, info: DistInfo, device: torch.device) -> dict:
             times.append(time.perf_counter() - t0)
         out.append({"size_bytes": size, "time_s": metrics.summarize(times)})
         del buf
-    return {"sizes": out, "facts": metrics.rank_facts(device)}
+    return {"sizes": out, "facts": metrics.rank_facts(device), "corun": shared}
 
 
 def summarize_sweep(cfg: AllreduceConfig, info: DistInfo, per_rank: list[dict], backend: str) -> dict:
@@ -59,4 +62,5 @@ def summarize_sweep(cfg: AllreduceConfig, info: DistInfo, per_rank: list[dict], 
         "allreduce": {"dtype": "float32", "iters": cfg.iters, "warmup": cfg.warmup, "backend": backend,
                       "method": "barrier, all_reduce, device sync; median per rank, slowest rank", "sizes": sizes},
         "ranks": [r["facts"] for r in per_rank],
+        "corun": corun.summarize([r.get("corun") for r in per_rank]),
     }

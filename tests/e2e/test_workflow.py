@@ -131,7 +131,9 @@ def test_full_study_produces_records_tables_and_report(study):
     training = m[m["experiment"] != "allreduce"]
     assert training["job_wall_s"].notna().all() and (training["overhead_s"] > 0).all()
     assert len(pd.read_csv(work / "results" / STUDY / "loss_curves.csv")) > 0
-    assert len(pd.read_csv(work / "results" / STUDY / "allreduce.csv")) == 2 * 8  # 2 topologies x 8 sizes
+    sweep = pd.read_csv(work / "results" / STUDY / "allreduce.csv")
+    assert len(sweep) == 2 * 8  # 2 topologies x 8 sizes
+    assert (sweep["corun_slowdown"] > 0).all()  # each sweep point measured its ranks' co-run slowdown
     html = (work / "reports" / STUDY / "report.html").read_text()
     for section in ("strong", "weak", "comm", "model_size", "guidelines"):
         assert f'id="{section}"' in html, section

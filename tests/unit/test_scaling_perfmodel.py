@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from scaling.columns import clean, clean_allreduce
 from scaling.io import json_safe
-from scaling.perfmodel import build_model, fit_all, fit_comm, fit_sweep, ring, training_rows, validate
+from scaling.perfmodel import (build_model, corun_curve, corun_factor, fit_all, fit_comm, fit_sweep, ring,
+                               training_rows, validate)
 from scaling_data import allreduce_sweep, frame, row
 
 ALPHA, BETA = 2e-5, 1e-9  # 20 us per message, 1 GB/s
@@ -137,21 +138,29 @@ def test_no_training_point_gives_a_reason():
     assert m["models"] == {} and m["reason"]
 
 
-def test_ranks_sharing_cores_time_share_their_all_reduce_too():
-    """CPU ranks on a 2-core host: at 4 ranks (s = 2) the compute and the all-reduce both take twice
-    their unshared time, in the sweep and in the steps. Fitted with that, alpha and beta come back
-    and the held-out 4-rank step is predicted exactly; read as unshared, the 4-rank sweep would pull
-    alpha and beta up and the 2-rank step would be over-predicted."""
+def two_core_host_rows(corun: float) -> list[dict]:
+    """Strong-scaling rows (1, 2, 4 ranks, 2 repeats) of one CPU host with 2 cores: compute takes
+    s x c x its unshared time (s = max(p / 2, 1) time-sharing, c = `corun` for p > 1) and the
+    all-reduce s x the ring model's."""
     n, rows = 4 * 5377, []
     for p in (1, 2, 4):
-        s = max(p / 2, 1.0)
+        s, c = max(p / 2, 1.0), (corun if p > 1 else 1.0)
         b = 256 // p
-        comp = s * (1e-3 + 2e-6 * b)
+        comp = s * c * (1e-3 + 2e-6 * b)
         exposed = s * float(ring(p, n, ALPHA, BETA)) if p > 1 else 0.0
         for rep in range(2):
             r = point(p, rep, b, comp + exposed, comp, exposed)
             r.update(device_type="cpu", host_cpus=2, threads_per_rank=1)
             rows.append(r)
+    return rows
+
+
+def test_ranks_sharing_cores_time_share_their_all_reduce_too():
+    """CPU ranks on a 2-core host: at 4 ranks (s = 2) the compute and the all-reduce both take twice
+    their unshared time, in the sweep and in the steps. Fitted with that, alpha and beta come back
+    and the held-out 4-rank step is predicted exactly; read as unshared, the 4-rank sweep would pull
+    alpha and beta up and the 2-rank step would be over-predicted."""
+    rows = two_core_host_rows(corun=1.0)
     ar = allreduce_sweep(ALPHA, BETA, ((1, 2, "intra-node"), (1, 4, "intra-node")), (4096, 65536, 1048576), reps=1)
     ar.loc[ar["world_size"] == 4, "time_s"] *= 2  # 4 ranks on 2 cores
     ar = clean_allreduce(ar.assign(device_type="cpu", host_cpus=2, threads_per_rank=1, num_hosts=1))
@@ -164,3 +173,33 @@ def test_ranks_sharing_cores_time_share_their_all_reduce_too():
     # the same sweep without its host facts (a file from before them) is read as unshared: alpha is off
     (alpha_old, _), _ = fit_sweep(ar.drop(columns=["host_cpus"]))
     assert alpha_old > 1.2 * ALPHA
+
+
+def test_ranks_that_do_not_time_share_still_slow_each_other_and_the_sweep_says_how_much():
+    """A 2-core host where two ranks' compute runs 1.5x slower together than alone (c(2) = 1.5; at
+    4 ranks also time-shared, s = 2: 3x). The sweep's points measured it (corun_slowdown = s c). With
+    it, the held-out lone rank is predicted from the 2- and 4-rank steps; without it (a sweep from
+    before the measurement), the compute term carries the 1.5 and the lone rank is predicted 50% slow."""
+    rows = two_core_host_rows(corun=1.5)
+    ar = allreduce_sweep(ALPHA, BETA, ((1, 2, "intra-node"), (1, 4, "intra-node")), (4096, 65536, 1048576), reps=2)
+    ar.loc[ar["world_size"] == 4, "time_s"] *= 2
+    ar = ar.assign(device_type="cpu", host_cpus=2, threads_per_rank=1, num_hosts=1)
+    ar["corun_slowdown"] = np.where(ar["world_size"] == 4, 3.0, 1.5) * np.where(ar["rep"] == 0, 0.9, 1.1)
+    ar = clean_allreduce(ar)
+    assert corun_curve(ar) == pytest.approx({1: 1.0, 2: 1.5})  # the mean over points, s divided out
+    train = training_rows(clean(frame(rows)))
+    assert list(train.drop_duplicates("world_size")["busy_cores"]) == [1, 2, 2]
+    v = validate(train, ar, "kan-bspline [2,64,1]", "intra-node")
+    per_p = {e["world_size"]: e["error_pct"] for e in v["per_world_size"]}
+    assert max(abs(e) for e in per_p.values()) < 0.5, per_p
+    old = validate(train, ar.drop(columns=["corun_slowdown"]), "kan-bspline [2,64,1]", "intra-node")
+    assert {e["world_size"]: e["error_pct"] for e in old["per_world_size"]}[1] > 40
+    model = build_model(clean(frame(rows)), ar, {"bootstrap_samples": 20})
+    assert model["corun"]["curve"] == {"2": 1.5} and "c(2) = 1.50" in model["corun"]["text"]
+
+
+def test_corun_factor_interpolates_between_measured_cores_and_holds_beyond():
+    curve = {1: 1.0, 2: 1.5, 4: 2.0}
+    got = corun_factor(curve, [1, 2, 3, 8, float("nan")])
+    assert list(got) == pytest.approx([1.0, 1.5, 1.75, 2.0, 1.0])
+    assert list(corun_factor({}, [4])) == [1.0]  # nothing measured: no factor

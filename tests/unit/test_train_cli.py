@@ -75,3 +75,5 @@ def test_allreduce_point(tmp_path):
     sizes = rec["allreduce"]["sizes"]
     assert [s["size_bytes"] for s in sizes] == [4096, 65536] and all(s["time_s"] > 0 for s in sizes)
     assert all(s["busbw_gbps"] == 0 for s in sizes)  # one rank: nothing crosses a link
+    corun = rec["corun"]  # the co-run measurement: one rank, its own alone and together rates
+    assert len(corun["per_rank"]) == 1 and corun["slowdown"] == corun["per_rank"][0] > 0

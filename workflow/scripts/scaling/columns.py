@@ -49,7 +49,7 @@ LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", 
 ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
                      "backend",
                      "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status",
-                     "device_type", "num_hosts", "threads_per_rank", "host_cpus"]
+                     "device_type", "num_hosts", "threads_per_rank", "host_cpus", "corun_slowdown"]
 
 
 def as_bool(v, default: bool | None = None) -> bool | None:
@@ -148,7 +148,8 @@ def clean_allreduce(ar: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame(columns=ALLREDUCE_COLUMNS)
     ar = ar.copy()
     for c in ("nodes", "gpus_per_node", "world_size", "rep", "size_bytes", "time_s", "time_p10_s", "time_p90_s",
-              "algbw_gbps", "busbw_gbps", "num_hosts", "link_mbit", "threads_per_rank", "host_cpus"):
+              "algbw_gbps", "busbw_gbps", "num_hosts", "link_mbit", "threads_per_rank", "host_cpus",
+              "corun_slowdown"):
         if c in ar:
             ar[c] = pd.to_numeric(ar[c], errors="coerce")
     status = ar["status"].fillna("ok").astype(str) if "status" in ar else pd.Series("ok", index=ar.index)

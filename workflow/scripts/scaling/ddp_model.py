@@ -51,7 +51,8 @@ def ddp_predictions(rows: pd.DataFrame, fit: dict) -> dict[str, list[dict]]:
             try:
                 pred = predict_step(fit, model_family(place["model"]), entry["placement_class"], entry["world_size"],
                                     float(g["batch_per_rank"].median()), float(g["num_params"].median()),
-                                    float(g["grads_bytes"].median()) * factor, float(g["oversub"].median()))
+                                    float(g["grads_bytes"].median()) * factor, float(g["oversub"].median()),
+                                    float(g["busy_cores"].median()))
                 p = float(np.atleast_1d(pred)[0])
                 entry["predicted_step_time_s"] = p
                 entry["error_pct"] = 100 * (p - measured) / measured if measured > 0 else None

@@ -102,7 +102,7 @@ def cross_link(train: pd.DataFrame, sweep: pd.DataFrame) -> list[dict]:
                 try:
                     pred = float(predict_step(fit, g["family"].iloc[0], held, p, r["batch_per_rank"],
                                               g["num_params"].median(), g["grads_bytes"].median(),
-                                              g["oversub"].median())[0])
+                                              g["oversub"].median(), g["busy_cores"].median())[0])
                 except NotFitted as e:
                     entry["points"].append({**_plain(r), "reason": str(e)})
                     continue

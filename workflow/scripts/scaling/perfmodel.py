@@ -12,8 +12,14 @@ per-sample-per-parameter cost (a KAN's FLOPs per sample grow with its parameters
 share too few cores time-share them: a step of ranks x threads > cores on one host takes
 s = ranks_per_host x threads_per_rank / cores times its compute (s >= 1; s = 1 on GPUs and wherever
 the host's core count is unknown, e.g. on Slurm), so compute is fitted to no_sync / s and predicted
-as s x compute (4 ranks x 1 thread on 2 cores: s = 2). A term the data
-cannot separate is left out and the model says so: with one per-rank batch, c0 is not separable from
+as s x compute (4 ranks x 1 thread on 2 cores: s = 2). Ranks that do not time-share still slow each
+other (shared caches and memory bandwidth; on the 2-core VM 1.6x at 2 ranks): the all-reduce sweep's
+point measures it (kan/corun.py: a fixed KAN kernel's rate alone vs with every rank at once), and
+c(k), the slowdown with k = min(ranks_per_host x threads, cores) busy cores divided by its time-sharing
+s, multiplies compute like s: compute is fitted to no_sync / (s c(k)) and predicted as s c(k) x compute.
+c(k) is the mean over the sweep's points at k; c(1) = 1; linear between measured k, held at its value
+beyond the largest; c = 1 where the sweep measured none (GPUs, or no sweep). A term the data cannot
+separate is left out and the model says so: with one per-rank batch, c0 is not separable from
 k_b * b and compute = k_b * b is assumed (proportional to the batch); with one parameter count k_bP
 merges into k_b. Relative residuals (prediction / measured - 1), one per ok repeat, so a 1 ms and a
 100 ms step weigh alike.
@@ -71,6 +77,8 @@ SEED = 0
 # gloo's all-reduce is the CPU ranks' own work: time-shared like their compute (see the docstring);
 # benchmarks/model_loo.py turns it off to show the model without it
 COMM_SHARES_CORES = True
+# the co-run slowdown c(k) from the sweep (see the docstring); benchmarks/model_loo.py turns it off
+USE_CORUN = True
 COMPUTE_TERMS = ("c0_s", "per_sample_s", "per_sample_param_s")
 CONFIG = ["experiment", "model", "nodes", "gpus_per_node", "batch_per_rank"]
 
@@ -119,15 +127,60 @@ def oversubscription(device, ranks_per_host, threads, cores) -> np.ndarray:
     return np.where(np.asarray(device, object) == "cpu", np.maximum(s, 1.0), 1.0)
 
 
-def fit_compute(rows: pd.DataFrame) -> dict:
+def corun_curve(sweep: pd.DataFrame) -> dict[int, float]:
+    """busy cores k -> c(k), the co-run slowdown without its time-sharing: per sweep point (a point's
+    rows repeat its value once per size) slowdown / s, the mean per k (the model predicts mean step
+    times, and on the 2-core VM the slowdown is bimodal, 1.0 or 1.65 at 2 ranks); c(1) = 1."""
+    if not USE_CORUN or "corun_slowdown" not in sweep or "host_cpus" not in sweep:
+        return {}
+    pts = sweep[sweep["corun_slowdown"].notna() & (sweep["corun_slowdown"] > 0) & sweep["host_cpus"].notna()]
+    pts = pts.drop_duplicates("point_id") if "point_id" in pts else pts
+    if pts.empty:
+        return {}
+    s = sweep_oversub(pts)
+    per_host = pts["world_size"] / pts["num_hosts"].fillna(pts["nodes"]).clip(lower=1)
+    k = busy_cores(pts["device_type"], per_host, pts["threads_per_rank"], pts["host_cpus"])
+    c = pd.Series(pts["corun_slowdown"].to_numpy(float) / s).groupby(k).mean()
+    return {1: 1.0, **{int(b): float(v) for b, v in c.items() if np.isfinite(b) and b > 1}}
+
+
+def busy_cores(device, ranks_per_host, threads, cores) -> np.ndarray:
+    """k = min(ranks x threads, cores) on CPU hosts of known core count, else NaN (no co-run factor)."""
+    ranks, threads, cores = (np.asarray(x, float) for x in (ranks_per_host, threads, cores))
+    k = np.minimum(ranks * np.nan_to_num(threads, nan=1.0), cores)
+    return np.where((np.asarray(device, object) == "cpu") & np.isfinite(cores) & (cores > 0), k, np.nan)
+
+
+def corun_factor(curve: dict[int, float], busy) -> np.ndarray:
+    """c(k) at each busy-core count (1 where k is unknown or nothing was measured)."""
+    busy = np.atleast_1d(np.asarray(busy, float))
+    if len(curve) < 2:
+        return np.ones_like(busy)
+    ks = sorted(curve)
+    c = np.interp(busy, ks, [curve[k] for k in ks])  # held at the ends: c(k > max k) = c(max k)
+    return np.where(np.isfinite(busy), c, 1.0)
+
+
+def corun_summary(curve: dict[int, float]) -> dict:
+    """model.json's account of c(k): the measured values, or why compute carries none."""
+    measured = {str(k): round(v, 4) for k, v in sorted(curve.items()) if k > 1}
+    if not measured:
+        return {"curve": {}, "text": "not measured (GPU ranks, or no all-reduce sweep of CPU ranks): c = 1, "
+                                     "ranks slow each other only by time-sharing cores"}
+    return {"curve": measured, "text": "co-run slowdown from the all-reduce sweep's points (kan/corun.py): " + ", ".join(
+        f"c({k}) = {v:.2f}" for k, v in measured.items()) + " with k busy cores (time-sharing divided out)"}
+
+
+def fit_compute(rows: pd.DataFrame, curve: dict[int, float] | None = None) -> dict:
     """{'terms', 'x'} of compute(b, P) over the no_sync step times of one family's ok DDP rows (each
-    divided by its oversubscription)."""
+    divided by its oversubscription and its co-run slowdown)."""
     rows = rows[rows["nosync_step_time_s"] > 0]
     if rows.empty:
         raise NotFitted("no DDP point with a no_sync step time")
     b = rows["batch_per_rank"].to_numpy(float)
     P = rows["num_params"].to_numpy(float)
-    y = rows["nosync_step_time_s"].to_numpy(float) / rows["oversub"].to_numpy(float)
+    y = (rows["nosync_step_time_s"].to_numpy(float) / rows["oversub"].to_numpy(float)
+         / corun_factor(curve or {}, rows["busy_cores"] if "busy_cores" in rows else np.nan))
     terms = (["c0_s", "per_sample_s"] if len(set(b)) >= 2 else ["per_sample_s"])
     if len(set(P)) >= 2:
         terms.append("per_sample_param_s")
@@ -194,11 +247,11 @@ def fit_comm(cls: str, train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
 
 
 def fit_all(train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
-    """{'compute': {family: fit | reason str}, 'comm': {class: fit | reason str}}."""
-    out = {"compute": {}, "comm": {}}
+    """{'compute': {family: fit | reason str}, 'comm': {class: fit | reason str}, 'corun': c(k)}."""
+    out = {"compute": {}, "comm": {}, "corun": corun_curve(sweep)}
     for fam, g in train.groupby("family"):
         try:
-            out["compute"][fam] = fit_compute(g)
+            out["compute"][fam] = fit_compute(g, out["corun"])
         except NotFitted as e:
             out["compute"][fam] = str(e)
     classes = (set(train.loc[train["world_size"] > 1, "placement_class"]) | set(sweep["placement_class"])) - {SINGLE}
@@ -210,12 +263,12 @@ def fit_all(train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
     return out
 
 
-def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0) -> np.ndarray:
+def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0, busy=math.nan) -> np.ndarray:
     """Step time(s); raises NotFitted naming the term that is missing."""
     comp = fit["compute"].get(family)
     if not isinstance(comp, dict):
         raise NotFitted(comp or f"no compute term for {family}")
-    t = compute_time(comp, b, P) * np.asarray(oversub, float)
+    t = compute_time(comp, b, P) * np.asarray(oversub, float) * corun_factor(fit.get("corun", {}), busy)
     if np.max(np.atleast_1d(p)) > 1:
         comm = fit["comm"].get(cls)
         if not isinstance(comm, dict):
@@ -239,6 +292,8 @@ def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     hosts = col("num_hosts").fillna(ok["nodes"]).clip(lower=1)
     ok["oversub"] = oversubscription(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
                                      col("host_cpus"))
+    ok["busy_cores"] = busy_cores(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
+                                  col("host_cpus"))
     return ok
 
 
@@ -247,7 +302,7 @@ def _configs(train: pd.DataFrame, model: str, cls: str) -> pd.DataFrame:
     sub = train[(train["model"] == model) & train["placement_class"].isin([cls, SINGLE])]
     return sub.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
         step_time_s=("step_time_s", "mean"), num_params=("num_params", "median"), grads_bytes=("grads_bytes", "median"),
-        family=("family", "first"), oversub=("oversub", "median"))
+        family=("family", "first"), oversub=("oversub", "median"), busy_cores=("busy_cores", "median"))
 
 
 def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> dict:
@@ -264,7 +319,7 @@ def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> 
         held = conf[conf["world_size"] == p]
         try:
             pred = np.concatenate([predict_step(fit, r.family, r.placement_class, p, r.batch_per_rank, r.num_params,
-                                                r.grads_bytes, r.oversub) for r in held.itertuples()])
+                                                r.grads_bytes, r.oversub, r.busy_cores) for r in held.itertuples()])
         except NotFitted as e:
             out["per_world_size"].append({"world_size": p, "reason": f"without p = {p}: {e}"})
             continue
@@ -375,6 +430,7 @@ def build_model(df: pd.DataFrame, allreduce: pd.DataFrame, thresholds: dict) -> 
         return out
     out["cross_link"] = cross_link(train, sweep)
     point = fit_all(train, sweep)
+    out["corun"] = corun_summary(point["corun"])
     from .ddp_model import ddp_predictions
 
     # the ddp experiment's settings, predicted from their bytes per step and checked against them
@@ -429,8 +485,8 @@ def _one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold
 
 
 def _sharing(mine: pd.DataFrame, cls: str):
-    """p -> the oversubscription a prediction at p ranks of class `cls` assumes, on the hosts this
-    model was measured on: 1 rank per host (single-rank), all p on one host (intra-node, or a
+    """p -> (oversubscription, busy cores) a prediction at p ranks of class `cls` assumes, on the hosts
+    this model was measured on: 1 rank per host (single-rank), all p on one host (intra-node, or a
     simulated inter-node placement), or the measured ranks per node (inter-node)."""
     def col(c, default):
         return float(mine[c].median()) if c in mine and mine[c].notna().any() else default
@@ -439,15 +495,16 @@ def _sharing(mine: pd.DataFrame, cls: str):
     cores, threads = col("host_cpus", math.nan), col("threads_per_rank", 1.0)
     per_node = col("gpus_per_node", 1.0) if cls == INTER or is_emulated(cls) else None
 
-    def share(p: int) -> float:
+    def share(p: int) -> tuple[float, float]:
         ranks = 1 if cls == SINGLE else (min(per_node, p) if per_node else p)
-        return float(oversubscription([device], [ranks], [threads], [cores])[0])
+        return (float(oversubscription([device], [ranks], [threads], [cores])[0]),
+                float(busy_cores([device], [ranks], [threads], [cores])[0]))
     return share
 
 
 def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measured_max, share) -> list[dict]:
     def totals(fit, p):
-        step = predict_step(fit, fam, cls, p, _batch(w, p), P, n, share(p))[0]
+        step = predict_step(fit, fam, cls, p, _batch(w, p), P, n, *share(p))[0]
         return step, float(_total_time(w, p, step))
 
     base_point = totals(point, 1)[1]
@@ -478,7 +535,8 @@ def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measur
             "efficiency": _band(speed / p, [x[2] / x[1] / p for x in ds]),
             "gpu_hours": p * total / 3600,
             "extrapolated": p > max(measured_max, 1),
-            "oversubscription": share(p),
+            "oversubscription": share(p)[0],
+            "corun_slowdown": float(corun_factor(point.get("corun", {}), share(p)[1])[0]),
         })
     return rows
 

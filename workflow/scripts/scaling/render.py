@@ -494,6 +494,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "operator": operator.section(tables.get("strong"), tables.get("model")),
         "model_method": (tables.get("model") or {}).get("method", ""),
         "allreduce_source": (tables.get("model") or {}).get("allreduce_sweep", ""),
+        "corun_source": ((tables.get("model") or {}).get("corun") or {}).get("text", ""),
         "target_rule": rule_text(thresholds),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),

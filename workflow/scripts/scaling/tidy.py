@@ -220,7 +220,8 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
                                                                   "backend", "device_type", "num_hosts",
                                                                   "threads_per_rank", "host_cpus")},
                            **{k: size.get(k) for k in ("size_bytes", "time_s", "time_p10_s", "time_p90_s",
-                                                        "algbw_gbps", "busbw_gbps")}, "status": state})
+                                                        "algbw_gbps", "busbw_gbps")},
+                           "corun_slowdown": _get(rec, "corun", "slowdown"), "status": state})
     return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
             "loss_curves": pd.DataFrame(curves, columns=CURVE_COLUMNS),
             "allreduce": pd.DataFrame(sweeps, columns=ALLREDUCE_COLUMNS)}
