@@ -2,7 +2,10 @@
 (os._exit after atexit hooks) against leaving through plain interpreter exit (sys.exit(main())), the
 two interleaved in one run so the machine's load falls on both alike:
 
-    .venv/bin/python benchmarks/rank_exit.py --runs 100
+    .venv/bin/python benchmarks/rank_exit.py --runs 100 [--weights-out]
+
+--weights-out saves each rank's weights as tests/distributed/test_ddp.py's two-rank test does (the
+run CI saw abort): the file write before the final gather changes the ranks' timing at exit.
 
 Plain exit can abort a rank with SIGABRT ("terminate called without an active exception"): gloo's
 worker thread frees the last collective's tensors while the interpreter finalizes (kan/train.py,
@@ -25,9 +28,9 @@ ARGS = ["--widths=2,8,1", "--grid-size=5", "--samples=2048", "--epochs=2", "--ba
 PLAIN = "import sys\nfrom kan.train import main\nsys.exit(main())\n"
 
 
-def one(entry: list[str], out: Path) -> tuple[int, bool, float]:
+def one(entry: list[str], out: Path, weights: bool) -> tuple[int, bool, float]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--max-restarts=0",
-           *entry, *ARGS, "--out", str(out)]
+           *entry, *ARGS, "--out", str(out), *(["--weights-out", str(out.with_suffix(".w"))] if weights else [])]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
                        capture_output=True, text=True, timeout=300)
@@ -37,7 +40,9 @@ def one(entry: list[str], out: Path) -> tuple[int, bool, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100, help="runs of each way")
-    n = ap.parse_args().runs
+    ap.add_argument("--weights-out", action="store_true", help="each rank saves its weights, as the test does")
+    args = ap.parse_args()
+    n = args.runs
     with tempfile.TemporaryDirectory() as tmp:
         plain = Path(tmp) / "plain_exit.py"
         plain.write_text(PLAIN)
@@ -45,12 +50,12 @@ def main() -> None:
         stats = {w: [0, 0, 0.0] for w in ways}
         for i in range(n):
             for w, entry in ways.items():
-                rc, abrt, s = one(entry, Path(tmp) / f"rec{i}.json")
+                rc, abrt, s = one(entry, Path(tmp) / f"rec{i}.json", args.weights_out)
                 stats[w][0] += rc != 0
                 stats[w][1] += abrt
                 stats[w][2] += s
         for w, (bad, abrt, s) in stats.items():
-            print(f"{w}: {n} runs, {bad} non-zero, {abrt} SIGABRT, {s / n:.2f} s per run")
+            print(f"{w}{' (--weights-out)' if args.weights_out else ''}: {n} runs, {bad} non-zero, {abrt} SIGABRT, {s / n:.2f} s per run")
 
 
 if __name__ == "__main__":
