@@ -187,6 +187,14 @@ do_start() {
     $CLUSTER up slurm "$NUM_NODES" > "$BASE/run/cluster.txt"
   fi
   slurmctld -i                                   # forks; PID file in $BASE/run
+  # the daemon writes its PID file after the fork returns: wait for it (at most 10 s), or the owner
+  # record below reads an empty PID (seen once in CI: "cat: .../slurmctld.pid: No such file")
+  for _ in $(seq 1 40); do [ -s "$BASE/run/slurmctld.pid" ] && break; sleep 0.25; done
+  if [ ! -s "$BASE/run/slurmctld.pid" ]; then
+    say "slurmctld wrote no PID file in 10 s"
+    tail -n 30 "$BASE"/log/*.log || true
+    return 1
+  fi
   if [ "$EMULATE" = 1 ]; then
     # the cluster is stale when slurmctld is gone (kill -9 included): the next start or
     # `make cluster-down` removes it
