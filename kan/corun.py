@@ -22,6 +22,7 @@ Only on CPU: a GPU rank computes on its own device.
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
@@ -81,9 +82,6 @@ def summarize(per_rank: list[dict | None]) -> dict | None:
     ranks = [r for r in per_rank if r]
     if not ranks:
         return None
-    slow = sorted(r["slowdown"] for r in ranks)
-    mid = len(slow) // 2
-    median = slow[mid] if len(slow) % 2 else (slow[mid - 1] + slow[mid]) / 2
-    return {"slowdown": median, "per_rank": [r["slowdown"] for r in ranks],
+    return {"slowdown": statistics.median(r["slowdown"] for r in ranks), "per_rank": [r["slowdown"] for r in ranks],
             "kernel": {"widths": list(KERNEL_WIDTHS), "batch": KERNEL_BATCH, "window_s": WINDOW_S},
             "method": "iterations per second alone (ranks in turn) / together (all at once); median over ranks"}

@@ -187,6 +187,7 @@ def test_ranks_that_do_not_time_share_still_slow_each_other_and_the_sweep_says_h
     ar["corun_slowdown"] = np.where(ar["world_size"] == 4, 3.0, 1.5) * np.where(ar["rep"] == 0, 0.9, 1.1)
     ar = clean_allreduce(ar)
     assert corun_curve(ar) == pytest.approx({1: 1.0, 2: 1.5})  # the mean over points, s divided out
+    assert corun_curve(ar.assign(corun_slowdown=0.9)) == {1: 1.0, 2: 1.0}  # faster together: noise, held at 1
     train = training_rows(clean(frame(rows)))
     assert list(train.drop_duplicates("world_size")["busy_cores"]) == [1, 2, 2]
     v = validate(train, ar, "kan-bspline [2,64,1]", "intra-node")

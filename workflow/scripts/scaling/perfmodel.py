@@ -17,7 +17,7 @@ other (shared caches and memory bandwidth; on the 2-core VM 1.6x at 2 ranks): th
 point measures it (kan/corun.py: a fixed KAN kernel's rate alone vs with every rank at once), and
 c(k), the slowdown with k = min(ranks_per_host x threads, cores) busy cores divided by its time-sharing
 s, multiplies compute like s: compute is fitted to no_sync / (s c(k)) and predicted as s c(k) x compute.
-c(k) is the mean over the sweep's points at k; c(1) = 1; linear between measured k, held at its value
+c(k) is the mean over the sweep's points at k, at least 1; c(1) = 1; linear between measured k, held at its value
 beyond the largest; c = 1 where the sweep measured none (GPUs, or no sweep). A term the data cannot
 separate is left out and the model says so: with one per-rank batch, c0 is not separable from
 k_b * b and compute = k_b * b is assumed (proportional to the batch); with one parameter count k_bP
@@ -130,18 +130,17 @@ def oversubscription(device, ranks_per_host, threads, cores) -> np.ndarray:
 def corun_curve(sweep: pd.DataFrame) -> dict[int, float]:
     """busy cores k -> c(k), the co-run slowdown without its time-sharing: per sweep point (a point's
     rows repeat its value once per size) slowdown / s, the mean per k (the model predicts mean step
-    times, and on the 2-core VM the slowdown is bimodal, 1.0 or 1.65 at 2 ranks); c(1) = 1."""
+    times, and on the 2-core VM the slowdown is bimodal, 1.0 or 1.65 at 2 ranks); c(1) = 1, and
+    c(k) >= 1: ranks running together are never faster than alone, a mean below 1 is noise."""
     if not USE_CORUN or "corun_slowdown" not in sweep or "host_cpus" not in sweep:
         return {}
     pts = sweep[sweep["corun_slowdown"].notna() & (sweep["corun_slowdown"] > 0) & sweep["host_cpus"].notna()]
     pts = pts.drop_duplicates("point_id") if "point_id" in pts else pts
     if pts.empty:
         return {}
-    s = sweep_oversub(pts)
-    per_host = pts["world_size"] / pts["num_hosts"].fillna(pts["nodes"]).clip(lower=1)
-    k = busy_cores(pts["device_type"], per_host, pts["threads_per_rank"], pts["host_cpus"])
-    c = pd.Series(pts["corun_slowdown"].to_numpy(float) / s).groupby(k).mean()
-    return {1: 1.0, **{int(b): float(v) for b, v in c.items() if np.isfinite(b) and b > 1}}
+    per_point = pd.Series(pts["corun_slowdown"].to_numpy(float) / sweep_oversub(pts))
+    c = per_point.groupby(busy_cores(*_sweep_hosts(pts))).mean()
+    return {1: 1.0, **{int(b): max(float(v), 1.0) for b, v in c.items() if np.isfinite(b) and b > 1}}
 
 
 def busy_cores(device, ranks_per_host, threads, cores) -> np.ndarray:
@@ -200,11 +199,17 @@ def _ring_design(p: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.column_stack([2 * (p - 1), 2 * (p - 1) / p * n])
 
 
-def sweep_oversub(ar: pd.DataFrame) -> np.ndarray:
-    """The oversubscription of each sweep row (1 where its file predates the host facts)."""
+def _sweep_hosts(ar: pd.DataFrame) -> tuple:
+    """(device, ranks per host, threads per rank, cores) of each sweep row; NaN where its file
+    predates the host facts."""
     col = lambda c: ar[c] if c in ar else pd.Series(np.nan, index=ar.index)  # noqa: E731
     hosts = col("num_hosts").fillna(ar["nodes"]).clip(lower=1)
-    return oversubscription(col("device_type"), ar["world_size"] / hosts, col("threads_per_rank"), col("host_cpus"))
+    return col("device_type"), ar["world_size"] / hosts, col("threads_per_rank"), col("host_cpus")
+
+
+def sweep_oversub(ar: pd.DataFrame) -> np.ndarray:
+    """The oversubscription of each sweep row (1 where its file predates the host facts)."""
+    return oversubscription(*_sweep_hosts(ar))
 
 
 def fit_sweep(ar: pd.DataFrame) -> tuple[np.ndarray, list[bool]] | None:
