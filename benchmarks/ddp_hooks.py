@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 
 def study(name: str, topology: dict, emulate: bool, repeats: int) -> dict:

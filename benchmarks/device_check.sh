@@ -35,7 +35,9 @@ mkdir -p "$OUT_DIR"
 RES="$OUT_DIR/device_check.md"
 PY=python3
 [ -x .venv/bin/python ] && PY=.venv/bin/python
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# no install on the device machine (nothing can be fetched there): its python3 finds the project's
+# packages (kan/ and workflow/scripts/*, what pyproject.toml installs elsewhere) through PYTHONPATH
+export PYTHONPATH="$PWD:$PWD/workflow/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 T0=$(date +%s)
 
 say() { printf '%s\n' "$*" | tee -a "$RES"; }

@@ -13,16 +13,13 @@ backend, step time, bytes per synced step, final loss, or the reason it could no
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from device_points import launch  # noqa: E402
+from device_points import launch
 
-from kan.config import ModelConfig, Placement, Point, TrainConfig  # noqa: E402
+from kan.config import ModelConfig, Placement, Point, TrainConfig
 
 
 def settings(device: str, quick: bool) -> list[dict]:

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from kan import record as records  # noqa: E402
-from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig  # noqa: E402
+from kan import record as records
+from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 
 
 def ranks(point_id: str) -> list[int]:

@@ -20,10 +20,9 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-import scaling.perfmodel as perfmodel  # noqa: E402
-from scaling.columns import clean, clean_allreduce  # noqa: E402
+import scaling.perfmodel as perfmodel
+from scaling.columns import clean, clean_allreduce
 
 HOST = ["device_type", "num_hosts", "threads_per_rank", "host_cpus"]
 VARIANTS = (("unshared", False, False), ("time-shared", True, False), ("co-run", True, True))

@@ -11,12 +11,9 @@ for a mean; for an efficiency, a ratio of two configurations, each with relative
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
-from scaling.repeats import RepeatPlan  # noqa: E402
-from scaling.sequential import simulate  # noqa: E402
+from scaling.repeats import RepeatPlan
+from scaling.sequential import simulate
 
 
 def main() -> None:

@@ -29,9 +29,8 @@ from kan import metrics
 from kan import record as records
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from launch import warm  # noqa: E402
+from launch import warm
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"  # the attacker's interpreter: root's venv is not readable by others

@@ -19,9 +19,8 @@ from kan import record as records
 from kan.config import LaunchSettings, Point
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from launch import warm  # noqa: E402
+from launch import warm
 
 
 def launch(tmp: Path, p: Point, warm_start: bool = True, wait: bool = True):

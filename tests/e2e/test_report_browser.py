@@ -14,14 +14,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from report_fixture import EXPECT, PROVENANCE, render, study_tables  # noqa: E402
-from scaling.plots import FIGURES  # noqa: E402
+from report_fixture import EXPECT, PROVENANCE, render, study_tables
+from scaling.plots import FIGURES
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # test-only instrumentation, added to a copy of the page: whether every inline image decoded, and

@@ -20,11 +20,10 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
-import plan  # noqa: E402
-from kan import record as records  # noqa: E402
-from kan.config import Point  # noqa: E402
-from scaling.plots import FIGURES  # noqa: E402
+import plan
+from kan import record as records
+from kan.config import Point
+from scaling.plots import FIGURES
 
 pytestmark = pytest.mark.e2e
 COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]

@@ -102,7 +102,6 @@ def test_status_and_report_while_a_study_runs(tmp_path):
     html = (tmp_path / "reports" / "tiny" / "report.html").read_text()
     assert "missing" in html or "running" in html
     assert sm.wait(timeout=900) == 0  # the study was not disturbed (no lock taken, no point run)
-    sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
     import plan
 
     assert len(list(points.glob("*.json"))) == len(plan.build_points(plan.load_config(tmp_path / "tiny.yaml")))

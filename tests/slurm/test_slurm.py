@@ -38,7 +38,6 @@ def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
 
 def _points(study: str) -> list:
     """Every planned point of the study's config (tests/slurm/*.yaml, layered)."""
-    sys.path.insert(0, str(REPO / "workflow" / "scripts"))
     import plan
 
     layers = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],

@@ -18,8 +18,7 @@ from test_slurm import snakemake
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "slurm" / "slurm-local.sh"
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-from launch import netemu  # noqa: E402
+from launch import netemu
 
 
 def _script(*args: str, emulate: bool = False) -> subprocess.CompletedProcess:

@@ -6,10 +6,10 @@ import sys
 
 WORKFLOW_DIR = Path(workflow.current_basedir).parent  # workflow/, also when used as a module
 SCRIPTS = WORKFLOW_DIR / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-import plan  # noqa: E402
-from launch import claims, geometry  # noqa: E402
-from launch import slurm as slurm_jobs  # noqa: E402
+# the workflow's own packages (plan, launch, scaling) are installed with kan (pyproject.toml)
+import plan
+from launch import claims, geometry
+from launch import slurm as slurm_jobs
 
 _CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
 try:

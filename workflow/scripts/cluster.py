@@ -13,11 +13,9 @@ reads them to start one slurmd per node).
 import argparse
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from launch import netemu  # noqa: E402
+from launch import netemu
 
 
 def main(argv: list[str] | None = None) -> int:

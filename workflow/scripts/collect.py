@@ -3,10 +3,9 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.io import read_json, step_args, write_csv  # noqa: E402
-from scaling.repeats import RepeatPlan, requested_points  # noqa: E402
-from scaling.tidy import collect, read_job_wall  # noqa: E402
+from scaling.io import read_json, step_args, write_csv
+from scaling.repeats import RepeatPlan, requested_points
+from scaling.tidy import collect, read_job_wall
 
 
 def main(points: list[dict], running: dict, points_dir: str, benchmarks_dir: str, out: dict) -> None:

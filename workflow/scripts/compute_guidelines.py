@@ -1,11 +1,9 @@
 """Workflow step: the scaling tables and model.json -> guidelines.json (rules, texts, cited numbers)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.guidelines import compute_guidelines  # noqa: E402
-from scaling.io import read_json, read_tables, step_args, write_json  # noqa: E402
+from scaling.guidelines import compute_guidelines
+from scaling.io import read_json, read_tables, step_args, write_json
 
 
 def main(tables: dict, model: str, thresholds: dict, out: str) -> None:

@@ -4,11 +4,10 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.io import TABLES, read_csv, step_args, write_csv, write_json  # noqa: E402
-from scaling.provenance import provenance  # noqa: E402
-from scaling.tables import compute_tables  # noqa: E402
-from scaling.tidy import read_record  # noqa: E402
+from scaling.io import TABLES, read_csv, step_args, write_csv, write_json
+from scaling.provenance import provenance
+from scaling.tables import compute_tables
+from scaling.tidy import read_record
 
 
 def main(inputs: dict, points_dir: str, thresholds: dict, out: dict) -> None:

@@ -2,11 +2,9 @@
 results/<study>/expectations.json (pass / fail / inconclusive / not measured per expectation)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.expectations import evaluate, validate_expectations  # noqa: E402
-from scaling.io import read_tables, step_args, write_json  # noqa: E402
+from scaling.expectations import evaluate, validate_expectations
+from scaling.io import read_tables, step_args, write_json
 
 
 def main(tables: dict, expect: list, out: str) -> None:

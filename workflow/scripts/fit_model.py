@@ -2,12 +2,10 @@
 terms with CIs, leave-one-world-size-out validation, predictions, a recommendation per model)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.columns import clean, clean_allreduce  # noqa: E402
-from scaling.io import read_csv, step_args, write_json  # noqa: E402
-from scaling.perfmodel import build_model  # noqa: E402
+from scaling.columns import clean, clean_allreduce
+from scaling.io import read_csv, step_args, write_json
+from scaling.perfmodel import build_model
 
 
 def main(measurements: str, allreduce: str, thresholds: dict, out: str) -> None:

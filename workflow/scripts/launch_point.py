@@ -2,11 +2,9 @@
 Everything is in the launch package next to this file (workflow/scripts/launch/main.py)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from launch.main import main  # noqa: E402
+from launch.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,17 +11,16 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.columns import clean, clean_allreduce  # noqa: E402
-from scaling.guidelines import compute_guidelines  # noqa: E402
-from scaling.io import read_json, step_args, write_json  # noqa: E402
-from scaling.perfmodel import build_model  # noqa: E402
-from scaling.repeats import RepeatPlan, requested_points  # noqa: E402
-from scaling.sequential import family_keys, plan_batch  # noqa: E402
-from scaling.tables import compute_tables  # noqa: E402
-from scaling.tidy import collect, read_job_wall  # noqa: E402
+from scaling.columns import clean, clean_allreduce
+from scaling.guidelines import compute_guidelines
+from scaling.io import read_json, step_args, write_json
+from scaling.perfmodel import build_model
+from scaling.repeats import RepeatPlan, requested_points
+from scaling.sequential import family_keys, plan_batch
+from scaling.tables import compute_tables
+from scaling.tidy import collect, read_job_wall
 
-from kan.config import Point  # noqa: E402
+from kan.config import Point
 
 
 def costs(measurements, default_wall_s: float) -> tuple[dict[str, float], float]:

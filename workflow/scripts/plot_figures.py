@@ -2,13 +2,11 @@
 in report.compare) -> results/<study>/plots/ (PNG figures + figures.json)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.columns import clean_curves  # noqa: E402
-from scaling.compare import read_studies  # noqa: E402
-from scaling.io import read_tables, step_args  # noqa: E402
-from scaling.plots import load_reference, plot_figures  # noqa: E402
+from scaling.columns import clean_curves
+from scaling.compare import read_studies
+from scaling.io import read_tables, step_args
+from scaling.plots import load_reference, plot_figures
 
 
 def main(inputs: dict, folder: str, reference: str | None, thresholds: dict, study: str | None = None,

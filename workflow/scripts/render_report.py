@@ -4,11 +4,10 @@ and of the studies in report.compare) -> reports/<study>/report.html."""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaling.compare import read_studies  # noqa: E402
-from scaling.io import read_json, read_tables, step_args, write_text  # noqa: E402
-from scaling.plots import load_reference  # noqa: E402
-from scaling.render import render_report  # noqa: E402
+from scaling.compare import read_studies
+from scaling.io import read_json, read_tables, step_args, write_text
+from scaling.plots import load_reference
+from scaling.render import render_report
 
 TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "fits", "model")
 

@@ -27,12 +27,11 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import plan  # noqa: E402
-from launch import claims, geometry  # noqa: E402
-from launch import slurm as slurm_jobs  # noqa: E402
-import yaml  # noqa: E402
-from scaling.io import write_csv, write_text  # noqa: E402
+import plan
+from launch import claims, geometry
+from launch import slurm as slurm_jobs
+import yaml
+from scaling.io import write_csv, write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

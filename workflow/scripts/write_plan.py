@@ -4,11 +4,9 @@ the same config (workflow/rules/common.smk) and passes their digest: a plan that
 here stops the run instead of hiding points."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import plan  # noqa: E402
-from scaling.io import step_args, write_text  # noqa: E402
+import plan
+from scaling.io import step_args, write_text
 
 
 def main(cfg: dict, expected: str, out: str) -> None:
