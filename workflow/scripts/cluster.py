@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 
-
 from launch import netemu
 
 
@@ -26,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("name", choices=sorted(netemu.SUBNETS))
     up.add_argument("nodes", type=int)
     up.add_argument("--rate-mbit", type=float, default=0.0, help="0 = no rate limit")
-    up.add_argument("--burst-kb", type=float, default=32.0)
+    up.add_argument("--burst-kb", type=float, default=netemu.Link.burst_kb,
+                    help="tbf burst in KiB (default: a point's, %(default)g)")
     up.add_argument("--owner", type=int, default=None, help="the pid whose death makes it stale (default: none)")
     for name in ("down", "show"):
         sub.add_parser(name).add_argument("name", choices=sorted(netemu.SUBNETS))

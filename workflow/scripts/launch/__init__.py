@@ -9,6 +9,10 @@
     failure    what a point that did not measure died of (error files first, then the log)
     isolation  what else ran on the point's machine when it started
     slurm      scontrol/squeue helpers (job facts, live jobs of a study)
+    warm       a local CPU trainer forked by the warm-start server (kan/warm.py), else None
+    netemu     the emulated cluster as callers use it: each node's link (tbf), its probe, one point's
+               session; re-exports what they use of
+    netns      the emulated cluster's namespaces, bridge, addresses, CPU sets and state file
     main       the launcher: claim, run, classify, commit exactly one record
 
 No torch import anywhere here: the launcher starts in well under a second.

@@ -25,7 +25,7 @@ from kan import config as kan_config
 from kan import env as kan_env
 from kan.config import LaunchSettings, Point
 
-from . import geometry
+from . import geometry, netemu
 
 # rendezvous / MASTER_PORT = PORT_BASE + job id mod PORT_SPAN: distinct for jobs that share a node
 # (the local test cluster puts every fake node on 127.0.0.1), below the Linux ephemeral range
@@ -41,7 +41,9 @@ FAULTS = ("drop-last-agent", "bad-flag")
 # driver that runs kan.train's loop with pykan's model in it
 PYKAN_VENV = Path(".venv-pykan")
 PYKAN_DRIVER = Path(__file__).resolve().parents[1] / "pykan_train.py"
-KANSCALE_DIR = Path(kan_config.__file__).resolve().parent  # the driver loads this package as `kanscale`
+# kanscale's kan/ folder: the pykan driver loads it as `kanscale`; the warm-start server's key hashes
+# its sources and the server starts in the folder above it (launch/warm.py)
+KAN_DIR = Path(kan_config.__file__).resolve().parent
 NODE_LAUNCHER = Path(__file__).resolve().parents[1] / "launch_node.py"
 
 
@@ -55,7 +57,7 @@ def python_for(point: Point) -> str:
 def train_argv(point: Point, launch: LaunchSettings, out: str | Path, fault: str | None = None) -> list[str]:
     """`-m kan.train ...` (or the pykan driver's script): the point as flags (kan never reads config/)."""
     bad = ["--grid-size=0"] if fault == "bad-flag" else []
-    entry = ([str(PYKAN_DRIVER), f"--kanscale={KANSCALE_DIR}"] if point.model.impl == "pykan"
+    entry = ([str(PYKAN_DRIVER), f"--kanscale={KAN_DIR}"] if point.model.impl == "pykan"
              else ["-m", "kan.train"])
     return [*entry, *point.to_argv(), *bad, f"--out={out}", f"--pg-timeout-s={launch.pg_timeout_s}"]
 
@@ -110,8 +112,6 @@ def emulated_commands(point: Point, launch: LaunchSettings, out: Path, attempt_d
     so every inter-node byte crosses the shaped link. Node 0 hosts the rendezvous store on its own
     address (is_host=1: the store is not on the hostname's address, so torchrun must be told); gloo
     binds eth0 (GLOO_SOCKET_IFNAME; without it, it binds 127.0.0.1 and the peers cannot connect)."""
-    from . import netemu
-
     endpoint = f"{cluster.nodes[0].address}:{port or free_port()}"
     train = train_argv(point, launch, out, fault)
     cmds = []
@@ -163,8 +163,6 @@ def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
     if p.emulated:
         # the nodes are network namespaces of the emulated cluster (tests/slurm/slurm-local.sh
         # SLURM_LOCAL_EMULATE=1): per node, launch_node.py sets is_host and the node's address
-        from . import netemu
-
         rdzv = _rendezvous(point, launch, f"{hosts[0]}:{port}", job_id)
         rdzv[-1] += ",is_host={NODE_IS_HOST}"
         env["GLOO_SOCKET_IFNAME"] = netemu.IFNAME

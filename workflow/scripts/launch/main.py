@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -195,8 +196,6 @@ class Launch:
     def _slurm_link(self, link):
         """Inside a Slurm job on the emulated cluster `slurm` (slurm-local.sh SLURM_LOCAL_EMULATE=1):
         the job's nodes get the point's link for the length of the attempt, then none again."""
-        import socket
-
         cluster = netemu.from_state("slurm")
         if cluster is None:
             raise netemu.EmulationError("no emulated cluster 'slurm' is up: start the local Slurm with "
@@ -231,7 +230,7 @@ class Launch:
         if p.experiment == "allreduce" and p.placement.device != "cpu":
             env = {**NCCL_TUNING_ENV, **env}
         launch_cmd = " & ".join(shlex.join(c) for c, _ in cmds)
-        env["KANSCALE_LAUNCH_CMD"] = launch_cmd
+        env[kan_env.LAUNCH_CMD] = launch_cmd
         deadline = self.deadline_s()
         _say(f"point {p.id}: {len(cmds)} command(s), deadline {deadline:.0f} s, attempt {self.attempt_dir.name}")
         for c, extra in cmds:

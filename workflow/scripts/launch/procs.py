@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import warm
+from .claims import process_start
 
 GRACE_S = 5.0
 FAIL_FAST_S = 10.0
@@ -54,8 +55,6 @@ class Outcome:
 
 
 def alive(pid: int, start: str | None) -> bool:
-    from .claims import process_start
-
     return process_start(pid) == start if start is not None else _exists(pid)
 
 
