@@ -30,6 +30,9 @@ from pathlib import Path
 RECORD_VERSION = 2
 STATUSES = ("ok", "failed", "oom", "timeout", "cancelled", "killed")
 NOT_OK = STATUSES[1:]
+# what an out-of-memory error says (torch's CUDA allocator; the CPU allocator), lower case: the trainer
+# classifies its exception with it, the launcher a rank's error file or log (launch/failure.py)
+OOM_MESSAGES = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
 # what an ok record must hold: (dotted key, kind) with kind "pos" (finite > 0), "num?" (finite or null:
 # a diverged loss is data), "int>0", "list" (non-empty list)

@@ -200,7 +200,7 @@ def is_oom(e: BaseException) -> bool:
     if isinstance(e, (torch.OutOfMemoryError, MemoryError)):
         return True
     text = str(e).lower()
-    return "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text
+    return any(m in text for m in records.OOM_MESSAGES)
 
 
 def _set_numba_threads(n: int) -> None:

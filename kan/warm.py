@@ -30,7 +30,7 @@ killed server is replaced): the client sends one length-prefixed JSON request
 server answers JSON lines {"pid": N}, later {"exit": code} (subprocess's convention: -N = killed by
 signal N), or {"error": "..."}, after which the client starts a fresh interpreter instead.
 
-Fork safety:
+Fork safety (kan/warm_fork.py: the preload, the thread check, the child):
 * Fork is only safe while the server has one thread: it checks /proc/self/task after the imports
   and refuses every request otherwise (numpy's OpenBLAS would start a helper thread, hence
   OPENBLAS_NUM_THREADS=1 in the server's environment, set by the client; numpy's BLAS is not on
@@ -45,12 +45,10 @@ Fork safety:
 from __future__ import annotations
 
 import argparse
-import atexit
 import fcntl
 import json
 import os
 import selectors
-import shlex
 import signal
 import socket
 import stat
@@ -58,15 +56,17 @@ import struct
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
+
+from .env import LAUNCH_CMD
+from .warm_fork import preload, run_child, threads
 
 MAX_REQUEST = 4 << 20  # bytes; a request is a command line and a few environment keys
 REQUEST_TIMEOUT_S = 10.0
 # the environment keys a request may carry: what the launcher sets per rank and per point
 # (workflow/scripts/launch/commands.py, launch/main.py); the rest is the server's own environment
 REQUEST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-               "TORCHELASTIC_ERROR_FILE", "KANSCALE_LAUNCH_CMD")
+               "TORCHELASTIC_ERROR_FILE", LAUNCH_CMD)
 # set by the client for the server process only (launch/warm.py): the trainer gets the launcher's values
 SERVER_ONLY_ENV = "KANSCALE_WARM_"  # KANSCALE_WARM_ROOM (title room), KANSCALE_WARM_ORIG (values replaced)
 REQUEST_KEYS = {"python", "args", "env", "cwd"}
@@ -120,32 +120,6 @@ def peer_uid(conn: socket.socket) -> tuple[int, int]:
     pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                          struct.calcsize("3i")))
     return pid, uid
-
-
-def preload() -> None:
-    """Everything a CPU trainer imports before its first step (kan.train.main imports torch lazily)."""
-    import numba  # noqa: F401
-    import torch
-    import torch._dynamo  # noqa: F401  (DDP's constructor reads torch._dynamo.utils)
-    import torch.distributed  # noqa: F401
-    import torch.nn.parallel  # noqa: F401
-
-    from . import _numba_bspline, allreduce, data, distributed, layers, loop, metrics, models, train  # noqa: F401
-
-    del torch
-    # setproctitle takes over the argv + environ block of this process on its first call; a child's
-    # title (its kan.train command line) is written there, so it must happen before any child
-    # replaces os.environ. The client pads the server's environment to leave room (KANSCALE_WARM_ROOM).
-    import setproctitle
-
-    setproctitle.setproctitle(shlex.join(sys.orig_argv))
-
-
-def threads() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0  # not Linux: never fork
 
 
 def recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -231,51 +205,6 @@ def send_line(conn: socket.socket, msg: dict) -> bool:
 
 def exit_code(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-
-
-def run_child(req: dict, env: dict, out_fd: int, close: list[int]) -> None:
-    """In the forked child: become the trainer the launcher would have exec'ed, then exit."""
-    code = 1
-    try:
-        os.setsid()  # (kan.train.main sets PR_SET_PDEATHSIG against its parent: here the server)
-        for fd in close:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
-        os.close(null)
-        os.close(out_fd)
-        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(s, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(env)
-        from . import train
-
-        args = list(req["args"])
-        sys.argv = [train.__file__, *args]
-        sys.orig_argv = [sys.executable, "-m", "kan.train", *args]
-        import setproctitle
-
-        setproctitle.setproctitle(shlex.join(sys.orig_argv))
-        code = train.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    finally:
-        try:
-            atexit._run_exitfuncs()  # what a fresh interpreter runs at exit
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code if isinstance(code, int) else 1)
 
 
 class Server:

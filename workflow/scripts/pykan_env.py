@@ -19,7 +19,10 @@ import subprocess
 import sys
 import sysconfig
 import time
+from importlib.metadata import version
 from pathlib import Path
+
+from launch.commands import PYKAN_VENV
 
 REQUIREMENTS = Path(__file__).resolve().parents[1] / "envs" / "pykan-requirements.txt"
 
@@ -36,8 +39,6 @@ def shared_site() -> str | None:
     if sys.prefix == sys.base_prefix:
         return None
     try:
-        from importlib.metadata import version
-
         if version("torch").split("+")[0] != pinned("torch"):
             return None
     except Exception:
@@ -67,4 +68,4 @@ def make(venv: Path) -> None:
 
 
 if __name__ == "__main__":
-    make(Path(sys.argv[1] if len(sys.argv) > 1 else ".venv-pykan"))
+    make(Path(sys.argv[1]) if len(sys.argv) > 1 else PYKAN_VENV)

@@ -21,11 +21,13 @@ import re
 import signal
 from pathlib import Path
 
+from kan import record as records
+
 # what a surviving rank sees when a peer died: never the first cause
 COLLATERAL = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "DistNetworkError",
               "connectFullMesh", "SignalException", "ChildFailedError", "Socket Timeout", "recvBytes",
               "Connection refused", "ProcessGroupGloo", "waiting for clients")
-OOM_TEXT = ("outofmemoryerror", "out of memory", "can't allocate memory", "cannot allocate memory", "memoryerror")
+OOM_TEXT = ("outofmemoryerror", "memoryerror", *records.OOM_MESSAGES)  # exception names too, in a log
 # torchrun's rendezvous errors carry no message of their own; say what they mean
 HINTS = {
     "RendezvousTimeoutError": "not every node's torchrun agent joined the rendezvous within timeouts.rdzv_join_s "

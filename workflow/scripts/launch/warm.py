@@ -26,10 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-from kan import config as kan_config
 from kan import warm as server
 
-KAN_DIR = Path(kan_config.__file__).resolve().parent
+from .commands import KAN_DIR
+
 # the server waits for its imports before answering (3.6 s idle on 2 cores, far longer under load);
 # past this the launcher gives up on it and starts a fresh interpreter
 START_TIMEOUT_S = 90.0
