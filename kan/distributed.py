@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import torch
 import torch.distributed as dist
 
-from .env import LAUNCHERS, DistInfo, dist_info  # noqa: F401  (re-exported for callers)
+from .env import DistInfo
 
 
 def sync(device: torch.device) -> None:

@@ -13,9 +13,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# torchrun: a torchrun agent started the ranks; env: the launcher started them with torchrun's variables
-# itself (one node); srun: one Slurm task per rank; none: a single process without any of these
-LAUNCHERS = ("torchrun", "env", "srun", "none")
+# who started the ranks, as a rank finds out (DistInfo.launcher; not kan.config's LAUNCHERS, the two a
+# point may ask for): torchrun = a torchrun agent; env = the launcher itself, with torchrun's variables
+# (one node); srun = one Slurm task per rank; none = a single process without any of these
+RANK_LAUNCHERS = ("torchrun", "env", "srun", "none")
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
               "SLURM_CLUSTER_NAME", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_STEP_ID", "SLURM_STEP_NODELIST",
               "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_MEM_PER_NODE")
@@ -54,8 +55,8 @@ def dist_info(launcher: str = "torchrun", env: Mapping[str, str] | None = None) 
     """Rank layout. torchrun sets RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE; with launcher "srun"
     one Slurm task is one rank (the seed paper's way); with neither, a single process."""
     env = os.environ if env is None else env
-    if launcher not in LAUNCHERS:
-        raise ValueError(f"launcher must be one of {LAUNCHERS}, got {launcher!r}")
+    if launcher not in RANK_LAUNCHERS:
+        raise ValueError(f"launcher must be one of {RANK_LAUNCHERS}, got {launcher!r}")
     if launcher == "srun":
         rank, world = _int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS")
         local_rank = _int(env, "SLURM_LOCALID")

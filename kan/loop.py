@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import ddp_settings, metrics
+from . import ddp_wrap, metrics
 from .config import Point
 from .data import make_dataset, shard_indices
 from .distributed import sync
@@ -86,13 +86,13 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     use_ddp = t_cfg.ddp
     hooked = use_ddp and t_cfg.comm_hook != "none"
     if hooked and run.inject_comm_delay_ms > 0:
-        raise ddp_settings.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
-                                        f"training.comm_hook={t_cfg.comm_hook}")
-    ddp_settings.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
-    net = ddp_settings.wrap(model, t_cfg) if use_ddp else model
+        raise ddp_wrap.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
+                                    f"training.comm_hook={t_cfg.comm_hook}")
+    ddp_wrap.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
+    net = ddp_wrap.wrap(model, t_cfg) if use_ddp else model
     if use_ddp and run.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
-    counter = ddp_settings.ByteCounter()  # what the hook all-reduces in the timed synced steps
+    counter = ddp_wrap.ByteCounter()  # what the hook all-reduces in the timed synced steps
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
     opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
@@ -207,7 +207,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "num_params": num_params(model),
         "num_buckets": _num_buckets(net) if use_ddp else 0,
         "used_ddp": use_ddp,
-        "comm_bytes_per_step": ddp_settings.bytes_per_step(t_cfg, counter, 4 * sum(p.numel() for p in params))
+        "comm_bytes_per_step": ddp_wrap.bytes_per_step(t_cfg, counter, 4 * sum(p.numel() for p in params))
         if use_ddp
         else (0.0, "no DDP"),
         "weights_checksum": float(sum(p.detach().double().sum().item() for p in params)),

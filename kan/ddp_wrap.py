@@ -1,7 +1,7 @@
-"""DDP's own settings as a point sets them (the ddp experiment): static graph, gradients as bucket
-views, the bucket size, a gradient communication hook from torch.distributed.algorithms.ddp_comm_hooks
-(fp16 / bf16 compression, PowerSGD), and NCCL's algorithm; and the bytes a rank hands to all-reduce
-per synchronised step.
+"""The model under DDP with the DDP settings a point sets (the ddp experiment): static graph,
+gradients as bucket views, the bucket size, a gradient communication hook from
+torch.distributed.algorithms.ddp_comm_hooks (fp16 / bf16 compression, PowerSGD), and NCCL's
+algorithm; and the bytes a rank hands to all-reduce per synchronised step.
 
 Bytes per step: with a hook, every `torch.distributed.all_reduce` the hook makes during a synced
 step is counted (the hooks call it through the module at call time; PowerSGD's second all-reduce
