@@ -1,18 +1,16 @@
 """What one measurement point is: typed, validated, defined once.
 
-The study config (YAML, workflow/schemas/config.schema.yaml) is expanded by
-workflow/scripts/plan.py into `Point`s; the launcher passes a point to `python -m kan.train`
-as command-line flags (`Point.to_argv`) and the trainer parses exactly them back
-(`add_point_arguments` / `point_from_args`); the record stores it as JSON (`Point.to_json`).
-Every field has its unit and default stated here and nowhere else.
+The workflow's `plan` package expands the study config into `Point`s; the launcher passes a point to
+`python -m kan.train` as flags (`Point.to_argv`), the trainer parses exactly them back
+(`add_point_arguments` / `point_from_args`), the record stores it as JSON (`Point.to_json`). Every
+field has its unit and default stated here, the trainer's own contract; where the study config sets
+a field, the schema states the same default and bounds (tests/unit/test_config.py proves it).
 
 A point's id is a readable stem plus a short hash of every field that changes what is measured
-(`Point.measured`): changing the grid size gives new ids, so old records are never overwritten
-by a different measurement under the same name. Launch settings that do not change the
-measurement (time limit, memory, timeouts) live in `LaunchSettings` and are not part of the id.
-
-No torch import here: the workflow and the launcher use this module in processes that must start
-fast.
+(`Point.measured`): changing the grid size gives new ids, so old records are never overwritten by a
+different measurement under the same name. What changes no measurement (time limit, memory,
+timeouts, limits) is in kan/settings.py, re-exported here; the field checks are in kan/fields.py.
+No torch import here: the workflow and the launcher need this module in processes that start fast.
 """
 
 from __future__ import annotations
@@ -21,10 +19,12 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import math
 import re
 import typing
 from dataclasses import dataclass, field
+
+from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, parser_for, plain, validate
+from .settings import LaunchSettings, Limits, parse_limits
 
 # pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
 # workflow/scripts/pykan_train.py with this package's loop and record
@@ -43,129 +43,27 @@ MAX_SEED = 2**62
 POINT_VERSION = 1
 
 
-class PointError(ValueError):
-    """A bad point field. `key` is the field's dotted name (model.grid_size), `flag` its CLI flag."""
-
-    def __init__(self, key: str, message: str, flag: str | None = None) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key, self.message, self.flag = key, message, flag
-
-
-def _meta(help: str, unit: str = "", flag: str | None = None, lo=None, hi=None, gt=None, limit: str | None = None,
-          choices: tuple | None = None) -> dict:
-    """Field metadata: help text, unit, CLI flag, bounds (lo/hi inclusive, gt exclusive; `limit` names a
-    Limits field, a bound the study config can raise)."""
-    return {"help": help, "unit": unit, "flag": flag, "lo": lo, "hi": hi, "gt": gt, "limit": limit,
-            "choices": choices}
-
-
-# ---- checks shared by every dataclass below ------------------------------------------------------
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_real(v) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
-
-
-def _check_scalar(key: str, v, typ, meta: dict, limits: Limits | None) -> None:
-    if typ is bool:
-        if not isinstance(v, bool):
-            raise PointError(key, f"must be true or false, got {v!r}")
-        return
-    if typ is str:
-        if not isinstance(v, str):
-            raise PointError(key, f"must be a string, got {v!r}")
-        if meta["choices"] and v not in meta["choices"]:
-            raise PointError(key, f"{v!r} is not allowed; allowed values: {', '.join(meta['choices'])}")
-        return
-    if typ is int and not _is_int(v):
-        raise PointError(key, f"must be an integer, got {v!r}")
-    if typ is float and not _is_real(v):
-        raise PointError(key, f"must be a finite number, got {v!r}")
-    lo, hi, gt = meta["lo"], meta["hi"], meta["gt"]
-    if gt is not None and not v > gt:
-        raise PointError(key, f"must be > {gt}, got {v!r}")
-    if lo is not None and v < lo:
-        raise PointError(key, f"must be >= {lo}, got {v!r}")
-    if hi is not None and v > hi:
-        raise PointError(key, f"must be <= {hi}, got {v!r}")
-    if meta["limit"] and limits is not None:
-        bound = getattr(limits, meta["limit"])
-        if v > bound:
-            raise PointError(key, f"{v!r} is above limits.{meta['limit']} = {bound}; raise limits.{meta['limit']} "
-                                  f"in the study config if your cluster really needs it")
-
-
-def _elem_type(hint):
-    args = typing.get_args(hint)
-    return args[0] if args else None
-
-
-def _validate(obj, prefix: str, limits: Limits | None) -> None:
-    """Type, finiteness and bounds of every field of a dataclass instance."""
-    hints = typing.get_type_hints(type(obj))
-    for f in dataclasses.fields(obj):
-        if "help" not in f.metadata:
-            continue
-        key, v, hint = f"{prefix}{f.name}", getattr(obj, f.name), hints[f.name]
-        if typing.get_origin(hint) is tuple:
-            if not isinstance(v, tuple):
-                raise PointError(key, f"must be a list, got {v!r}")
-            elem = _elem_type(hint)
-            for i, x in enumerate(v):
-                _check_scalar(f"{key}[{i}]", x, elem, f.metadata, limits)
-        else:
-            _check_scalar(key, v, hint, f.metadata, limits)
-
-
-def _as_tuple(v):
-    return tuple(v) if isinstance(v, list) else v
-
-
 # ---- the dataclasses ---------------------------------------------------------------------------
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    """Upper bounds that catch typos (a width of 10,000,000 would try a multi-GB allocation) while
-    letting a real cluster go beyond them: each is a key of the config's `limits:` section."""
-
-    max_nodes: int = field(default=1024, metadata=_meta("largest nodes per point", lo=1))
-    max_ranks_per_node: int = field(default=64, metadata=_meta("largest gpus_per_node", lo=1))
-    max_width: int = field(default=65536, metadata=_meta("largest layer width", lo=1))
-    max_grid_size: int = field(default=1024, metadata=_meta("largest grid size", lo=1))
-    max_samples: int = field(default=10**9, metadata=_meta("largest data set (samples)", lo=1))
-    max_epochs: int = field(default=100_000, metadata=_meta("largest number of epochs", lo=1))
-    max_repeats: int = field(default=1000, metadata=_meta("largest number of repeats", lo=1))
-    max_allreduce_bytes: int = field(default=2**34, metadata=_meta("largest all-reduce buffer (bytes)", lo=4))
-
-    def __post_init__(self) -> None:
-        _validate(self, "limits.", None)
-
-    def to_json(self) -> dict:
-        return _plain(self)
-
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """The network a point trains."""
 
-    impl: str = field(default="kanscale", metadata=_meta(
+    impl: str = field(default="kanscale", metadata=meta(
         "kanscale = our KAN; mlp = Linear+SiLU with the same widths; mlp_matched = MLP with the KAN's "
         "parameter count; pykan = the seed paper's pykan 0.2.8 (B-spline only)", choices=IMPLS))
-    basis: str = field(default="bspline", metadata=_meta("KAN basis functions", choices=BASES))
-    widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=_meta(
+    basis: str = field(default="bspline", metadata=meta("KAN basis functions", choices=BASES))
+    widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=meta(
         "layer widths, input first; the input width is the data dimension", lo=1, limit="max_width"))
-    grid_size: int = field(default=10, metadata=_meta("grid intervals per input", lo=1, limit="max_grid_size"))
-    spline_order: int = field(default=3, metadata=_meta("B-spline order (3 = cubic)", lo=0, hi=7))
-    grid_range: tuple[float, ...] = field(default=(-2.0, 2.0), metadata=_meta(
+    grid_size: int = field(default=10, metadata=meta("grid intervals per input", lo=1, limit="max_grid_size"))
+    spline_order: int = field(default=3, metadata=meta("B-spline order (3 = cubic)", lo=0, hi=7))
+    grid_range: tuple[float, ...] = field(default=(-2.0, 2.0), metadata=meta(
         "lo,hi of the uniform grid (the data lie in [-2, 2])"))
 
     def __post_init__(self) -> None:
         for name in ("widths", "grid_range"):
-            object.__setattr__(self, name, _as_tuple(getattr(self, name)))
-        _validate(self, "model.", None)
+            object.__setattr__(self, name, as_tuple(getattr(self, name)))
+        validate(self, "model.", None)
         if len(self.widths) < 2:
             raise PointError("model.widths", f"needs an input and an output width, got {list(self.widths)}")
         if self.widths[-1] != TARGET_DIM:
@@ -184,7 +82,7 @@ class ModelConfig:
     def measured(self) -> dict:
         """The fields that change what the model computes (a plain MLP has no grid or basis; pykan has
         one basis)."""
-        d = _plain(self)
+        d = plain(self)
         if self.impl == "mlp":
             for k in ("basis", "grid_size", "spline_order", "grid_range"):
                 d.pop(k)
@@ -197,46 +95,47 @@ class ModelConfig:
 class TrainConfig:
     """How a point trains and what it times."""
 
-    samples: int = field(default=100_000, metadata=_meta(
+    samples: int = field(default=100_000, metadata=meta(
         "data set size, all ranks together", "samples", lo=1, limit="max_samples"))
-    epochs: int = field(default=40, metadata=_meta("passes over the data set", lo=1, limit="max_epochs"))
-    batch_per_rank: int = field(default=512, metadata=_meta("mini-batch per rank", "samples", lo=1))
-    lr: float = field(default=1e-3, metadata=_meta("Adam learning rate", gt=0.0))
-    noise: float = field(default=0.01, metadata=_meta("std of the label noise", lo=0.0))
-    seed: int = field(default=0, metadata=_meta("seed of data, shuffling and initial weights", lo=0, hi=MAX_SEED))
-    max_steps: int = field(default=0, metadata=_meta("cap on training steps (0 = none); for smoke tests", lo=0))
-    warmup_steps: int = field(default=5, metadata=_meta("steps excluded from timing statistics", lo=0))
-    comm_probe_every: int = field(default=2, metadata=_meta(
+    epochs: int = field(default=40, metadata=meta("passes over the data set", lo=1, limit="max_epochs"))
+    batch_per_rank: int = field(default=512, metadata=meta("mini-batch per rank", "samples", lo=1))
+    lr: float = field(default=1e-3, metadata=meta("Adam learning rate", gt=0.0))
+    noise: float = field(default=0.01, metadata=meta("std of the label noise", lo=0.0))
+    seed: int = field(default=0, metadata=meta("seed of data, shuffling and initial weights", lo=0, hi=MAX_SEED))
+    max_steps: int = field(default=0, metadata=meta("cap on training steps (0 = none); for smoke tests", lo=0))
+    warmup_steps: int = field(default=5, metadata=meta("steps excluded from timing statistics", lo=0))
+    comm_probe_every: int = field(default=2, metadata=meta(
         "every k-th step runs under no_sync() to measure exposed communication (0 = never; 1 is not allowed)",
         lo=0))
-    loss_every_steps: int = field(default=10, metadata=_meta(
+    loss_every_steps: int = field(default=10, metadata=meta(
         "the training loss curve gets one entry every this many steps (for time-to-target)", "steps", lo=1))
-    ddp: bool = field(default=True, metadata=_meta(
+    ddp: bool = field(default=True, metadata=meta(
         "train under DistributedDataParallel; false = the single-process non-DDP baseline (world size 1)"))
-    bucket_cap_mb: float = field(default=25.0, metadata=_meta(
+    bucket_cap_mb: float = field(default=25.0, metadata=meta(
         "DDP gradient bucket size (DDP's default 25 MB); small values give several buckets", "MB", gt=0.0))
     # DDP's own settings (the ddp experiment); left out of a point's id at their defaults
-    comm_hook: str = field(default="none", metadata=_meta(
+    comm_hook: str = field(default="none", metadata=meta(
         "DDP gradient communication hook: none = DDP's all-reduce; fp16 / bf16 = gradients sent in 16 "
         "bits; powersgd = low-rank PowerSGD with error feedback", choices=COMM_HOOKS))
-    powersgd_rank: int = field(default=1, metadata=_meta("PowerSGD's matrix approximation rank", lo=1, hi=1024))
-    powersgd_start_iter: int = field(default=2, metadata=_meta(
+    powersgd_rank: int = field(default=1, metadata=meta("PowerSGD's matrix approximation rank", lo=1, hi=1024))
+    powersgd_start_iter: int = field(default=2, metadata=meta(
         "PowerSGD compresses from this step on (plain all-reduce before; PowerSGD needs >= 2)", "steps", lo=2))
-    static_graph: bool = field(default=False, metadata=_meta("DDP static_graph=True (the graph never changes)"))
-    gradient_as_bucket_view: bool = field(default=False, metadata=_meta(
+    static_graph: bool = field(default=False, metadata=meta("DDP static_graph=True (the graph never changes)"))
+    gradient_as_bucket_view: bool = field(default=False, metadata=meta(
         "DDP gradient_as_bucket_view=True (gradients are views into the buckets: one copy less)"))
-    nccl_algo: str = field(default="", metadata=_meta(
+    nccl_algo: str = field(default="", metadata=meta(
         "NCCL_ALGO for the ranks (CUDA + NCCL only; empty = NCCL chooses)", choices=NCCL_ALGOS))
 
     def __post_init__(self) -> None:
-        _validate(self, "training.", None)
+        validate(self, "training.", None)
         if self.comm_probe_every == 1:
             raise PointError("training.comm_probe_every",
                              "1 would never run a synchronised step; use 0 (no probe) or >= 2")
-        if not self.ddp and self.ddp_settings():
-            raise PointError("training.comm_hook", f"the non-DDP baseline has no DDP settings: {self.ddp_settings()}")
+        if not self.ddp and self.changed_ddp_settings():
+            raise PointError("training.comm_hook",
+                             f"the non-DDP baseline has no DDP settings: {self.changed_ddp_settings()}")
 
-    def ddp_settings(self) -> dict:
+    def changed_ddp_settings(self) -> dict:
         """DDP's own settings that differ from their defaults (what the ddp experiment varies)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.name in DDP_SETTINGS and getattr(self, f.name) != f.default}
@@ -248,7 +147,7 @@ class TrainConfig:
         'none static view'."""
         hook = self.comm_hook + (f"-rank{self.powersgd_rank}" if self.comm_hook == "powersgd" else "")
         parts = [hook]
-        if self.bucket_cap_mb != 25.0:
+        if self.bucket_cap_mb != default(TrainConfig, "bucket_cap_mb"):
             parts.append(f"bucket-{self.bucket_cap_mb:g}")
         if self.static_graph:
             parts.append("static")
@@ -262,9 +161,9 @@ class TrainConfig:
         """The training settings as the id's hash sees them: DDP's own settings only where they differ
         from their defaults (so every point measured before they existed keeps its id); PowerSGD's
         rank and start only with the PowerSGD hook."""
-        d = _plain(self)
+        d, changed = plain(self), self.changed_ddp_settings()
         for k in DDP_SETTINGS:
-            if k not in self.ddp_settings() or (k.startswith("powersgd_") and self.comm_hook != "powersgd"):
+            if k not in changed or (k.startswith("powersgd_") and self.comm_hook != "powersgd"):
                 d.pop(k)
         return d
 
@@ -277,15 +176,15 @@ DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_gra
 class AllreduceConfig:
     """The all-reduce sweep of an `allreduce` point (like nccl-tests' all_reduce_perf)."""
 
-    sizes_bytes: tuple[int, ...] = field(default=tuple(4096 * 4**i for i in range(8)), metadata=_meta(
+    sizes_bytes: tuple[int, ...] = field(default=tuple(4096 * 4**i for i in range(8)), metadata=meta(
         "float32 buffer sizes to all-reduce (default 4 KiB, 16 KiB, .. 64 MiB)", "bytes",
         lo=4, limit="max_allreduce_bytes"))
-    iters: int = field(default=20, metadata=_meta("timed all-reduces per size", lo=1, hi=100_000))
-    warmup: int = field(default=5, metadata=_meta("untimed all-reduces per size before timing", lo=0, hi=10_000))
+    iters: int = field(default=20, metadata=meta("timed all-reduces per size", lo=1, hi=100_000))
+    warmup: int = field(default=5, metadata=meta("untimed all-reduces per size before timing", lo=0, hi=10_000))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sizes_bytes", _as_tuple(self.sizes_bytes))
-        _validate(self, "allreduce.", None)
+        object.__setattr__(self, "sizes_bytes", as_tuple(self.sizes_bytes))
+        validate(self, "allreduce.", None)
         if not self.sizes_bytes:
             raise PointError("allreduce.sizes_bytes", "needs at least one size")
         if any(s % 4 for s in self.sizes_bytes):
@@ -297,24 +196,24 @@ class AllreduceConfig:
 class Placement:
     """Where the ranks run and how they are started; part of what is measured."""
 
-    nodes: int = field(default=1, metadata=_meta("nodes (torchrun agents / Slurm nodes)", lo=1, limit="max_nodes"))
-    gpus_per_node: int = field(default=1, metadata=_meta(
+    nodes: int = field(default=1, metadata=meta("nodes (torchrun agents / Slurm nodes)", lo=1, limit="max_nodes"))
+    gpus_per_node: int = field(default=1, metadata=meta(
         "ranks per node (GPUs, or CPU processes)", lo=1, limit="max_ranks_per_node"))
-    launcher: str = field(default="torchrun", metadata=_meta(
+    launcher: str = field(default="torchrun", metadata=meta(
         "torchrun = one agent per node; srun = one Slurm task per rank (Slurm only)", choices=LAUNCHERS))
-    device: str = field(default="auto", metadata=_meta(
+    device: str = field(default="auto", metadata=meta(
         "auto = CUDA when a usable device is visible, else CPU (gloo)", choices=DEVICES))
-    threads_per_rank: int = field(default=1, metadata=_meta("torch (and numba) threads per rank", lo=1, hi=1024))
+    threads_per_rank: int = field(default=1, metadata=meta("torch (and numba) threads per rank", lo=1, hi=1024))
     # the emulated cluster (workflow/scripts/launch/netemu.py): a multi-node point's nodes are network
     # namespaces on one host, each node's egress limited to link_mbit; 0 = no emulation
-    link_mbit: float = field(default=0.0, metadata=_meta(
+    link_mbit: float = field(default=0.0, metadata=meta(
         "emulated inter-node link rate (0 = not emulated)", "Mbit/s", lo=0, hi=100_000))
-    link_burst_kb: float = field(default=32.0, metadata=_meta("emulated link's tbf burst", "KiB", gt=0, hi=65536))
-    link_latency_us: float = field(default=0.0, metadata=_meta(
+    link_burst_kb: float = field(default=32.0, metadata=meta("emulated link's tbf burst", "KiB", gt=0, hi=65536))
+    link_latency_us: float = field(default=0.0, metadata=meta(
         "emulated link's added one-way delay (netem; 0 = none)", "us", lo=0, hi=1_000_000))
 
     def __post_init__(self) -> None:
-        _validate(self, "placement.", None)
+        validate(self, "placement.", None)
         if self.link_mbit and self.nodes < 2:
             raise PointError("placement.link_mbit", "an emulated link joins nodes: only points of 2 or more nodes")
 
@@ -325,7 +224,7 @@ class Placement:
     def measured(self) -> dict:
         """The placement as the id's hash sees it: the link fields only where a link is emulated, so
         every point measured before emulation existed keeps its id."""
-        d = _plain(self)
+        d = plain(self)
         if not self.emulated:
             for k in ("link_mbit", "link_burst_kb", "link_latency_us"):
                 d.pop(k)
@@ -340,9 +239,9 @@ class Placement:
 class Point:
     """One measurement point = one job = one record."""
 
-    study: str = field(default="study", metadata=_meta("study name (results/<study>/)"))
-    experiment: str = field(default="strong", metadata=_meta("which scaling experiment", choices=EXPERIMENTS))
-    rep: int = field(default=0, metadata=_meta("repeat index", lo=0, limit="max_repeats"))
+    study: str = field(default="study", metadata=meta("study name (results/<study>/)"))
+    experiment: str = field(default="strong", metadata=meta("which scaling experiment", choices=EXPERIMENTS))
+    rep: int = field(default=0, metadata=meta("repeat index", lo=0, limit="max_repeats"))
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     placement: Placement = field(default_factory=Placement)
@@ -350,13 +249,13 @@ class Point:
     limits: Limits = field(default_factory=Limits, compare=False)
 
     def __post_init__(self) -> None:
-        _validate(self, "", self.limits)
+        validate(self, "", self.limits)
         if not re.fullmatch(r"[A-Za-z0-9_]+", self.study):
             raise PointError("study", f"{self.study!r} must be letters, digits and _ only (it names folders)")
         for name in ("model", "train", "placement", "allreduce"):
             sub = getattr(self, name)
             if sub is not None:
-                _validate(sub, f"{'training' if name == 'train' else name}.", self.limits)
+                validate(sub, f"{'training' if name == 'train' else name}.", self.limits)
         if (self.experiment == "allreduce") != (self.allreduce is not None):
             raise PointError("experiment", "an allreduce point needs allreduce settings, and only it has them")
         p, t = self.placement, self.train
@@ -394,7 +293,7 @@ class Point:
         """Every field that changes what this point measures (the id's hash covers exactly these)."""
         d = {"experiment": self.experiment, "placement": self.placement.measured()}
         if self.allreduce is not None:
-            d["allreduce"] = _plain(self.allreduce)
+            d["allreduce"] = plain(self.allreduce)
         else:
             d["model"] = self.model.measured()
             d["train"] = self.train.measured()
@@ -425,7 +324,7 @@ class Point:
         # the emulated link's and DDP's own settings only where they are set (as in the id's hash):
         # this JSON is the measure rule's params, and a changed params string makes Snakemake run a
         # point again, so a study recorded before these fields existed is not measured twice
-        d = _plain(self)
+        d = plain(self)
         d["placement"] = self.placement.measured()
         if d.get("train") is not None:
             d["train"] = {k: v for k, v in d["train"].items()
@@ -450,7 +349,7 @@ class Point:
             if sub is not None and v is not None:
                 if not isinstance(v, dict):
                     raise PointError(f.name, f"must be a mapping, got {v!r}")
-                v = _from_dict(sub, v, f.name)
+                v = from_dict(sub, v, SECTION[f.name])
             kw[f.name] = v
         if d:
             raise PointError(next(iter(d)), f"unknown point field(s): {', '.join(sorted(d))}")
@@ -467,50 +366,16 @@ class Point:
             for f in dataclasses.fields(sub):
                 v = getattr(sub, f.name)
                 if isinstance(v, bool):
-                    argv.append(f"--{_flag(f)}" if v else f"--no-{_flag(f)}")
+                    argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")
                 elif isinstance(v, tuple):
-                    argv.append(f"--{_flag(f)}={','.join(map(_num, v))}")
+                    argv.append(f"--{flag(f)}={','.join(map(flag_value, v))}")
                 else:
-                    argv.append(f"--{_flag(f)}={_num(v)}")
+                    argv.append(f"--{flag(f)}={flag_value(v)}")
         lim = [f"{f.name}={getattr(self.limits, f.name)}" for f in dataclasses.fields(Limits)
                if getattr(self.limits, f.name) != f.default]
         if lim:
             argv.append(f"--limits={','.join(lim)}")
         return argv
-
-
-@dataclass(frozen=True, kw_only=True)
-class LaunchSettings:
-    """What a point's job asks the scheduler for and how long its launcher waits; none of it changes
-    what is measured, so none of it is part of a point's id (a new time limit re-runs nothing)."""
-
-    runtime_min: int = field(default=30, metadata=_meta(
-        "wall-time limit of one point; the launcher records a timeout shortly before", "min", lo=1, hi=10080))
-    mem_mb_per_rank: int = field(default=4000, metadata=_meta("host memory per rank", "MB", lo=100))
-    cpus_per_rank: int = field(default=2, metadata=_meta("CPU cores per rank asked from the scheduler", lo=1))
-    request_gpus: bool = field(default=True, metadata=_meta(
-        "on Slurm, ask for gpus_per_node GPUs per node (--gres); false on CPU-only clusters"))
-    gpu_type: str = field(default="", metadata=_meta("Slurm GPU type (--gres=gpu:<type>:N); empty = any"))
-    exclusive: bool = field(default=True, metadata=_meta(
-        "on Slurm, ask for whole nodes (--exclusive) so no other job shares a point's nodes and timings"))
-    warm_start: bool = field(default=True, metadata=_meta(
-        "locally, fork CPU trainers from a server that has imported torch (no import time per point)"))
-    rdzv_join_s: int = field(default=60, metadata=_meta(
-        "how long torchrun agents wait for every node to join", "s", lo=5))
-    rdzv_read_s: int = field(default=20, metadata=_meta("rendezvous store read timeout", "s", lo=1))
-    pg_timeout_s: int = field(default=120, metadata=_meta("process-group (collective) timeout", "s", lo=10))
-
-    def __post_init__(self) -> None:
-        _validate(self, "launch.", None)
-        if not re.fullmatch(r"[A-Za-z0-9_.]*", self.gpu_type):
-            raise PointError("launch.gpu_type", f"{self.gpu_type!r} must be letters, digits, _ and . only")
-
-    def to_json(self) -> dict:
-        return _plain(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> LaunchSettings:
-        return _from_dict(cls, d, "launch")
 
 
 _SUBCONFIGS = {"model": ModelConfig, "train": TrainConfig, "placement": Placement, "allreduce": AllreduceConfig,
@@ -520,56 +385,7 @@ SECTION = {"model": "model", "train": "training", "placement": "placement", "all
            "limits": "limits", "launch": "launch"}
 
 
-def _flag(f: dataclasses.Field) -> str:
-    return f.metadata.get("flag") or f.name.replace("_", "-")
-
-
-def _num(v) -> str:
-    return repr(v) if isinstance(v, float) else str(v)
-
-
-def _plain(obj) -> dict:
-    """A dataclass as JSON-able dict (tuples as lists), nested dataclasses included."""
-    out = {}
-    for f in dataclasses.fields(obj):
-        v = getattr(obj, f.name)
-        if dataclasses.is_dataclass(v):
-            v = _plain(v)
-        elif isinstance(v, tuple):
-            v = list(v)
-        out[f.name] = v
-    return out
-
-
-def _from_dict(cls, d: dict, section: str):
-    names = {f.name for f in dataclasses.fields(cls)}
-    extra = sorted(set(d) - names)
-    if extra:
-        raise PointError(f"{SECTION[section]}.{extra[0]}",
-                         f"unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(sorted(names))}")
-    return cls(**d)
-
-
-def parse_limits(text: str) -> Limits:
-    kw = {}
-    for item in filter(None, text.split(",")):
-        k, _, v = item.partition("=")
-        kw[k] = int(v)
-    return _from_dict(Limits, kw, "limits")
-
-
 # ---- argparse bridge ----------------------------------------------------------------------------
-
-def _parser_for(hint) -> typing.Callable[[str], object]:
-    if typing.get_origin(hint) is tuple:
-        elem = _parser_for(_elem_type(hint))
-        return lambda text: tuple(elem(x) for x in text.split(","))
-    if hint is int:
-        return int
-    if hint is float:
-        return float
-    return str
-
 
 def add_point_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per Point field, grouped like the config; types are checked by the dataclasses, so a
@@ -586,10 +402,10 @@ def add_point_arguments(parser: argparse.ArgumentParser) -> None:
             dest = f"{name}__{f.name}"
             help_ = f.metadata["help"] + (f" [{f.metadata['unit']}]" if f.metadata["unit"] else "")
             if f.type in ("bool", bool):
-                grp.add_argument(f"--{_flag(f)}", dest=dest, action=argparse.BooleanOptionalAction, default=None,
+                grp.add_argument(f"--{flag(f)}", dest=dest, action=argparse.BooleanOptionalAction, default=None,
                                  help=help_)
             else:
-                grp.add_argument(f"--{_flag(f)}", dest=dest, default=None, metavar=f.name.upper(), help=help_)
+                grp.add_argument(f"--{flag(f)}", dest=dest, default=None, metavar=f.name.upper(), help=help_)
 
 
 def point_from_args(args: argparse.Namespace) -> Point:
@@ -602,7 +418,7 @@ def point_from_args(args: argparse.Namespace) -> Point:
                       ("allreduce", AllreduceConfig)):
         kw = {}
         for f in dataclasses.fields(cls):
-            flag_of[f"{SECTION[name]}.{f.name}"] = f"--{_flag(f)}"
+            flag_of[f"{SECTION[name]}.{f.name}"] = f"--{flag(f)}"
             raw = getattr(args, f"{name}__{f.name}")
             if raw is None:
                 continue
@@ -610,9 +426,9 @@ def point_from_args(args: argparse.Namespace) -> Point:
                 kw[f.name] = raw
                 continue
             try:
-                kw[f.name] = _parser_for(hints[cls][f.name])(raw)
+                kw[f.name] = parser_for(hints[cls][f.name])(raw)
             except ValueError:
-                raise PointError(f"{SECTION[name]}.{f.name}", f"cannot parse {raw!r}", f"--{_flag(f)}") from None
+                raise PointError(f"{SECTION[name]}.{f.name}", f"cannot parse {raw!r}", f"--{flag(f)}") from None
         parts[name] = kw
     try:
         rep = int(args.rep)
@@ -628,16 +444,4 @@ def point_from_args(args: argparse.Namespace) -> Point:
         base = e.key.split("[")[0]
         e.flag = e.flag or flag_of.get(base) or f"--{base.split('.')[-1].replace('_', '-')}"
         raise
-
-
-def field_docs() -> dict[str, dict]:
-    """{config key: {default, help, unit, lo, hi}} for every Point field (used to check the schema)."""
-    out = {}
-    for name, cls in _SUBCONFIGS.items():
-        for f in dataclasses.fields(cls):
-            default = f.default if f.default is not dataclasses.MISSING else None
-            out[f"{SECTION[name]}.{f.name}"] = {
-                "default": list(default) if isinstance(default, tuple) else default,
-                **{k: f.metadata.get(k) for k in ("help", "unit", "lo", "hi", "choices")}}
-    return out
 
