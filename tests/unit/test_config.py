@@ -1,14 +1,18 @@
 """Config validation: defaults filled, and every bad input gets one line naming the file (or
---config) and the key; the schema and kan.config's dataclasses agree on defaults and bounds."""
+--config) and the key; every schema key has a description, and a default or bound stated both in the
+schema and in code (kan.config's dataclasses) agrees, with no literal fallback for a schema default."""
 
+import ast
 import copy
 import dataclasses
+import fnmatch
+import re
 
 import pytest
 import yaml
 
 import plan
-from kan.config import Point
+from kan.config import BASES, EXPERIMENTS, IMPLS, ModelConfig, Placement, Point, TrainConfig
 
 MINIMAL = {"experiments": {"strong": {"global_batch": 64, "topologies": [{"nodes": 1, "gpus_per_node": 2}]}}}
 
@@ -137,43 +141,233 @@ def test_several_problems_are_listed_one_per_line():
     assert [ln.strip().split(":")[1].strip() for ln in lines[1:]] == ["device", "launcher"]
 
 
-def _schema_node(schema: dict, key: str) -> dict:
-    node = schema
-    for part in key.split("."):
-        node = node["properties"][part]
-    return node
+# ---- one source of truth: the schema states every default, bound and description -----------------
+
+def schema_keys(schema: dict) -> dict[str, dict]:
+    """{key: schema node} of every key of the schema: nested properties, both forms of a oneOf
+    (repeats: an integer, or the mapping whose keys are repeats.min ...), the properties of array
+    items (report.expect[].metric) and the shared $defs ($defs.topology.nodes)."""
+    out: dict[str, dict] = {}
+
+    def walk(node: dict, key: str) -> None:
+        if key:
+            out[key] = node
+        for name, sub in (node.get("properties") or {}).items():
+            walk(sub, f"{key}.{name}" if key else name)
+        for branch in node.get("oneOf", []) + node.get("anyOf", []):
+            for name, sub in (branch.get("properties") or {}).items():
+                walk(sub, f"{key}.{name}")
+        items = node.get("items")
+        if isinstance(items, dict) and items.get("properties"):
+            for name, sub in items["properties"].items():
+                walk(sub, f"{key}[].{name}")
+
+    for name, sub in schema["$defs"].items():
+        walk(sub, f"$defs.{name}")
+    walk(schema, "")
+    return out
 
 
-def test_schema_and_point_dataclasses_agree(root):
-    """Every config key that lands in a Point field has the field's default and bounds."""
+def _resolve(schema: dict, node: dict) -> dict:
+    """A node with its $ref's bounds (the node's own keys win)."""
+    if "$ref" not in node:
+        return node
+    target = schema
+    for part in node["$ref"].removeprefix("#/").split("/"):
+        target = target[part]
+    return {**_resolve(schema, target), **{k: v for k, v in node.items() if k != "$ref"}}
+
+
+# config keys whose value reaches a dataclass field through the points' expansion (plan/points.py),
+# not as is (those are plan.CONFIG_FIELDS): (dataclass, field, what the schema states twice with it).
+# "default": the default and the bounds; "bounds": the bounds only (a comm point's samples default
+# is not the trainer's); "maximum": only the upper bound (a link rate of 0 means "not emulated" to
+# Placement, and is no rate in the config).
+EXPANDED_FIELDS = {
+    "study": (Point, "study", "default"),
+    "model.impl": (ModelConfig, "impl", "default"), "model.basis": (ModelConfig, "basis", "default"),
+    **{f"experiments.ddp.{f}": (TrainConfig, f, "default")
+       for f in ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo",
+                 "powersgd_rank", "powersgd_start_iter")},
+    "network.rates_mbit": (Placement, "link_mbit", "maximum"),
+    "network.burst_kb": (Placement, "link_burst_kb", "default"),
+    "network.latency_us": (Placement, "link_latency_us", "default"),
+    "$defs.topology.nodes": (Placement, "nodes", "bounds"),
+    "$defs.topology.gpus_per_node": (Placement, "gpus_per_node", "bounds"),
+    "$defs.batch_size": (TrainConfig, "batch_per_rank", "bounds"),
+    **{f"experiments.{e}.batch_per_rank": (TrainConfig, "batch_per_rank", "default")
+       for e in ("weak", "comm", "model_size", "ddp")},
+    "experiments.strong.samples": (TrainConfig, "samples", "default"),
+    **{f"experiments.{e}.samples": (TrainConfig, "samples", "bounds") for e in ("comm", "model_size", "ddp")},
+    "experiments.weak.samples_per_rank": (TrainConfig, "samples", "bounds"),
+}
+# keys whose default and bounds only the schema states: code reads them from the validated config
+# (test_no_literal_fallback_for_a_schema_default proves it has no second copy)
+SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "rerun_failed", "partial",
+               "model", "training", "experiments", "experiments.*.enabled", "experiments.*.topologies",
+               "experiments.*.non_ddp_baseline", "experiments.strong", "experiments.weak", "experiments.comm",
+               "experiments.model_size", "experiments.model_size.*", "experiments.ddp", "experiments.ddp.topology",
+               "experiments.strong.global_batch", "experiments.strong.batch_per_rank", "experiments.allreduce",
+               "plan", "plan.*", "limits", "resources", "timeouts", "network", "network.emulate", "report",
+               "report.*")
+_BOUNDS = (("lo", "minimum"), ("gt", "exclusiveMinimum"), ("hi", "maximum"))
+
+
+def _field(cls, name: str) -> dataclasses.Field:
+    return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+
+def disagreements(schema: dict) -> list[str]:
+    """Every default, bound or choice stated both in the schema and in code that differs, one line
+    each (an empty list: the two agree)."""
+    keys = schema_keys(schema)
+    table = {key: (cls, name, "direct") for key, (cls, name) in plan.CONFIG_FIELDS.items()} | EXPANDED_FIELDS
+    out = []
+    for key, (cls, name, what) in table.items():
+        node, f = _resolve(schema, keys[key]), _field(cls, name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        code = list(default) if isinstance(default, tuple) else default
+        if node.get("type") == "array" and not isinstance(code, list):
+            code = [code]  # a list of the field's values (the ddp experiment's), by default only the field's own
+        if key == "resources.runtime_min":
+            code = None  # null = the dataclass default, or derived (plan.derive_runtime)
+        if what in ("direct", "default") and node.get("default") != code:
+            out.append(f"{key}: default {node.get('default')!r} in the schema, {code!r} in {cls.__name__}.{name}")
+        items = _resolve(schema, node["items"]) if node.get("type") == "array" else node
+        pairs = _BOUNDS[2:] if what == "maximum" else _BOUNDS
+        for meta_key, schema_key in pairs:
+            stated, bound = f.metadata.get(meta_key), items.get(schema_key)
+            if stated is not None and stated != bound:
+                out.append(f"{key}: {schema_key} {bound!r} in the schema, {meta_key}={stated!r} in "
+                           f"{cls.__name__}.{name}")
+        if f.metadata.get("choices") and tuple(items.get("enum", ())) != f.metadata["choices"]:
+            out.append(f"{key}: enum {items.get('enum')} in the schema, {f.metadata['choices']} in {cls.__name__}.{name}")
+    if set(schema["properties"]["experiments"]["properties"]) != set(EXPERIMENTS):
+        out.append(f"experiments: {sorted(schema['properties']['experiments']['properties'])} in the schema, "
+                   f"kan.config.EXPERIMENTS = {EXPERIMENTS}")
+    return out
+
+
+def test_every_schema_key_has_a_description():
+    missing = [key for key, node in schema_keys(plan.load_schema()).items() if not node.get("description")]
+    assert not missing, f"schema keys without a description: {missing}"
+
+
+def test_every_schema_key_is_stated_once_or_agrees():
+    """Each key is either mapped onto the code that also states its default or bounds (and agrees
+    with it), or stated in the schema alone."""
     schema = plan.load_schema()
-    for key, (cls, name) in plan.CONFIG_FIELDS.items():
-        node = _schema_node(schema, key)
-        f = next(f for f in dataclasses.fields(cls) if f.name == name)
-        default = list(f.default) if isinstance(f.default, tuple) else f.default
-        if key == "resources.runtime_min":  # null = the dataclass default, or derived (plan.derive_runtime)
-            assert node.get("default") is None
-        else:
-            assert node.get("default") == default, (key, node.get("default"), default)
-        meta = f.metadata
-        items = node.get("items", node) if isinstance(default, list) else node
-        if meta.get("lo") is not None:
-            assert items.get("minimum") == meta["lo"], (key, items.get("minimum"), meta["lo"])
-        if meta.get("gt") is not None:
-            assert items.get("exclusiveMinimum") == meta["gt"], key
-        if meta.get("hi") is not None:
-            assert items.get("maximum") == meta["hi"], (key, items.get("maximum"), meta["hi"])
-        if meta.get("choices"):
-            assert tuple(items["enum"]) == meta["choices"], key
+    mapped = set(plan.CONFIG_FIELDS) | set(EXPANDED_FIELDS)
+    unclassified = [key for key in schema_keys(schema) if key not in mapped and not key.startswith("report.expect")
+                    and not any(fnmatch.fnmatchcase(key, pat) for pat in SCHEMA_ONLY)]
+    assert not unclassified, f"schema keys neither mapped onto code nor SCHEMA_ONLY: {unclassified}"
+    assert disagreements(schema) == []
+
+
+@pytest.mark.parametrize("key, change, reported", [
+    ("network.burst_kb", {"default": 64}, "network.burst_kb: default 64"),
+    ("experiments.ddp.comm_hook", {"default": ["fp16"]}, "experiments.ddp.comm_hook: default ['fp16']"),
+    ("experiments.ddp.bucket_cap_mb", {"default": [50]}, "experiments.ddp.bucket_cap_mb: default [50]"),
+    ("training.epochs", {"minimum": 2}, "training.epochs: minimum 2"),
+    ("limits.max_width", {"default": 100}, "limits.max_width: default 100"),
+    ("network.rates_mbit", {"items": {"type": "number", "maximum": 5}}, "network.rates_mbit: maximum 5"),
+    ("model.impl", {"items": {"enum": ["kanscale", "mlp"]}}, "model.impl: enum"),
+    ("$defs.topology.nodes", {"minimum": 0}, "$defs.topology.nodes: minimum 0"),
+])
+def test_a_default_stated_twice_that_differs_is_reported(key, change, reported):
+    schema = copy.deepcopy(plan.load_schema())
+    schema_keys(schema)[key].update(change)
+    assert any(line.startswith(reported) for line in disagreements(schema)), disagreements(schema)
+
+
+def test_a_dataclass_default_that_differs_from_the_schema_is_reported(monkeypatch):
+    monkeypatch.setattr(_field(Placement, "link_burst_kb"), "default", 16.0)
+    monkeypatch.setattr(_field(TrainConfig, "comm_hook"), "default", "fp16")
+    lines = disagreements(plan.load_schema())
+    assert any(line.startswith("network.burst_kb: default 32 in the schema, 16.0") for line in lines), lines
+    assert any(line.startswith("experiments.ddp.comm_hook: default ['none']") for line in lines), lines
+
+
+def _defaulted_names(schema: dict) -> set[str]:
+    return {key.rsplit(".", 1)[-1] for key, node in schema_keys(schema).items() if "default" in node}
+
+
+def _config_receiver(node: ast.expr) -> bool:
+    """Whether `node` is a mapping named cfg or config, or a section of one (cfg["report"])."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("cfg", "config")
+
+
+def _literal(node: ast.expr) -> bool:
+    return (isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)) or (isinstance(node, ast.Constant)
+            and node.value is not None) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)))
+
+
+def literal_fallbacks(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, code) of every `.get("<name>", <literal>)` and `cfg[...].get("<name>") or <literal>`
+    for a key `name` the schema defaults: a second copy of its default."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            call, rest = node.values[0], node.values[1:]
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "get"
+                    and _config_receiver(call.func.value) and len(call.args) == 1
+                    and isinstance(call.args[0], ast.Constant) and call.args[0].value in names and _literal(rest[0])):
+                out.append((node.lineno, ast.unparse(node)))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and len(node.args) == 2 and isinstance(node.args[0], ast.Constant) and node.args[0].value in names
+                and _literal(node.args[1])):
+            out.append((node.lineno, ast.unparse(node)))
+    return out
+
+
+def test_the_fallback_scan_finds_a_second_default():
+    names = _defaulted_names(plan.load_schema())
+    found = literal_fallbacks('a = cfg["network"].get("burst_kb", 32)\nb = config["report"].get("compare") or []\n'
+                              'c = rec.get("burst_kb")\nd = x.get("not_a_schema_key", 1)\ne = cfg.get("alpha", None)\n',
+                              names)
+    assert [line for line, _ in found] == [1, 2], found
+
+
+def test_no_literal_fallback_for_a_schema_default(root):
+    """Code reads a defaulted key from the validated config (plan.validate_config fills every
+    default in), never `.get(key, <its default again>)`: the schema is the one place that states it.
+    Rule files are Python with Snakemake's keywords: scanned as text."""
+    names = _defaulted_names(plan.load_schema())
+    found = []
+    for path in sorted([*(root / "workflow").rglob("*.py"), *(root / "kan").rglob("*.py")]):
+        found += [f"{path.relative_to(root)}:{line}: {code}" for line, code in literal_fallbacks(path.read_text(), names)]
+    pattern = re.compile(r"""\.get\(\s*["'](\w+)["']\s*(?:,\s*[^)\s]|\)\s+or\s+[\[{"'\d])""")
+    for path in sorted([root / "Snakefile", *(root / "workflow" / "rules").glob("*.smk")]):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            found += [f"{path.relative_to(root)}:{i}: {line.strip()}" for m in pattern.finditer(line)
+                      if m.group(1) in names]
+    assert not found, "literal fallbacks for keys the schema defaults:\n  " + "\n  ".join(found)
+
+
+def test_validation_fills_every_section():
+    """Every section a consumer reads is there after validation, with its defaults: no fallbacks needed."""
+    cfg = plan.validate_config(copy.deepcopy(MINIMAL))
+    schema = plan.load_schema()
+    for section in ("model", "training", "experiments", "plan", "limits", "resources", "timeouts", "network",
+                    "report"):
+        defaults = {k for k, v in schema["properties"][section]["properties"].items() if "default" in v}
+        assert defaults <= set(cfg[section]), (section, defaults - set(cfg[section]))
+    assert cfg["network"] == {"emulate": False, "rates_mbit": [100, 400], "burst_kb": 32, "latency_us": 0}
+    assert cfg["repeats"] == 1 and cfg["report"]["alpha"] == 0.05
+    adaptive = plan.validate_config({**copy.deepcopy(MINIMAL), "repeats": {"min": 2, "max": 4}})
+    assert adaptive["repeats"] == {"min": 2, "max": 4, "looks": 3, "budget_rank_hours": None}
+    ddp = plan.validate_config({"experiments": {"ddp": {"topology": {"nodes": 1, "gpus_per_node": 2}}}})
+    assert {k: ddp["experiments"]["ddp"][k] for k in plan.DDP_DEFAULTS} == {
+        k: [v] for k, v in plan.DDP_DEFAULTS.items()}
 
 
 def test_impl_and_basis_choices_agree():
-    from kan.config import BASES, IMPLS
-
     schema = plan.load_schema()
-    assert tuple(_schema_node(schema, "model.impl")["items"]["enum"]) == IMPLS
-    assert tuple(_schema_node(schema, "model.basis")["items"]["enum"]) == BASES
-    assert Point().model.grid_size == _schema_node(schema, "model.grid_size")["default"]
+    assert tuple(schema_keys(schema)["model.impl"]["items"]["enum"]) == IMPLS
+    assert tuple(schema_keys(schema)["model.basis"]["items"]["enum"]) == BASES
+    assert Point().model.grid_size == schema_keys(schema)["model.grid_size"]["default"]
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "local.yaml", "paper.yaml"])

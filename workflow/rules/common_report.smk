@@ -38,7 +38,7 @@ def report_table(path, name):
 
 def compare_folders():
     """report.compare: other studies' results folders, relative to the working directory."""
-    return config["report"].get("compare") or []
+    return config["report"]["compare"]
 
 
 def get_compare_folders(wildcards):
@@ -55,7 +55,7 @@ def get_compare_inputs(wildcards):
 
 
 def get_expectations(wildcards):
-    return as_json(config["report"].get("expect") or [])
+    return as_json(config["report"]["expect"])
 
 
 def get_reference_name(wildcards):

@@ -31,7 +31,7 @@ import plan
 from launch import claims, geometry
 from launch import slurm as slurm_jobs
 import yaml
-from scaling.io import write_csv, write_text
+from scaling.common.io import write_csv, write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,7 +233,7 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         for name in ("points", "benchmarks", "attempts", "looks"):
             (results / name).mkdir(parents=True, exist_ok=True)
             (scratch / "results" / study / name).symlink_to(results / name)
-        for folder in cfg["report"].get("compare") or []:  # relative to the working directory, as in a run
+        for folder in cfg["report"]["compare"]:  # relative to the working directory, as in a run
             link = scratch / folder
             if not link.exists() and (workdir / folder).exists():
                 link.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ here stops the run instead of hiding points."""
 import sys
 
 import plan
-from scaling.io import step_args, write_text
+from scaling.common.io import step_args, write_text
 
 
 def main(cfg: dict, expected: str, out: str) -> None:

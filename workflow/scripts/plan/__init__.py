@@ -1,0 +1,29 @@
+"""Study plan: read and validate the config once, then build every measurement point from it.
+
+    schema.py    the schema (every key's default, bounds, description), its validator, error lines
+    config.py    read_yaml (strict), validate_config, load_config (with --config), config_warnings
+    checks.py    the rules the schema cannot say (one batch for strong, limits, buildable points)
+    fields.py    config key -> kan dataclass field (CONFIG_FIELDS); launch_settings, limits
+    points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point
+    runtimes.py  step-time estimates from earlier records; each point's time limit
+    state.py     record_state, retry_token (which points run again), ANALYSIS_RULES
+
+Pure Python, imported by the workflow (common.smk), `make plan` (study.py) and the tests. The
+fields of a point are defined once, in kan/config.py; this package only maps config keys onto
+them. The modules import each other directly, never this file.
+"""
+
+from .checks import semantic_problems
+from .config import _merge, config_warnings, load_config, read_yaml, validate_config
+from .fields import CONFIG_FIELDS, launch_settings, limits
+from .points import (DDP_DEFAULTS, allreduce_topologies, build_points, ddp_combinations, initial_points, links,
+                     points_digest, points_json, repeat_plan)
+from .runtimes import ESTIMATE_RULE, measured_steps, point_runtimes
+from .schema import SCHEMA_PATH, ConfigError, load_schema
+from .state import ANALYSIS_RULES, record_state, retry_token
+
+__all__ = ["ANALYSIS_RULES", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "SCHEMA_PATH", "ConfigError",
+           "allreduce_topologies", "build_points", "config_warnings", "ddp_combinations", "initial_points",
+           "launch_settings", "limits", "links", "load_config", "load_schema", "measured_steps", "point_runtimes",
+           "points_digest", "points_json", "read_yaml", "record_state", "repeat_plan", "retry_token",
+           "semantic_problems", "validate_config", "_merge"]

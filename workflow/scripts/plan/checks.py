@@ -1,0 +1,108 @@
+"""The rules of a study config that JSON Schema cannot say well, as (config key, message): one
+experiment at least, exactly one batch for strong scaling, no placement listed twice, limits
+kept, and every point buildable (a point its dataclasses reject is named with its experiment).
+"""
+
+from __future__ import annotations
+
+from kan.config import EXPERIMENTS
+from scaling.decide.expectations import expectation_problems
+
+from .fields import study_parts
+from .points import TRAINING_EXPERIMENTS, enabled, plan_points, repeat_plan, world
+
+
+def semantic_problems(cfg: dict) -> list[tuple[str, str]]:
+    """(config key, message) of every problem of a schema-valid config (defaults filled), each once."""
+    out = _shape_problems(cfg)
+    if out:
+        return out
+    problems: list = []
+    parts = study_parts(cfg, problems)
+    if not problems:
+        problems.extend(_limit_problems(cfg, parts["limits"]))
+        if not problems:
+            plan_points(cfg, parts, problems)
+    # the same problem at several points (a point and its repeats, its non-DDP baseline): say it once
+    seen, unique = set(), []
+    for key, msg in problems:
+        if msg not in seen:
+            seen.add(msg)
+            unique.append((key, msg))
+    return unique
+
+
+def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    exps = cfg["experiments"]
+    if not any(enabled(exps, name) for name in TRAINING_EXPERIMENTS):
+        out.append(("experiments", f"no training experiment enabled; give at least one of "
+                                   f"{', '.join(TRAINING_EXPERIMENTS)}"))
+    strong = enabled(exps, "strong")
+    if strong:
+        has_g, has_r = "global_batch" in strong, "batch_per_rank" in strong
+        if has_g == has_r:
+            out.append(("experiments.strong", "give exactly one of global_batch (fixed global batch) "
+                                              "or batch_per_rank (fixed per-rank batch, the paper's way)"))
+        elif has_g:
+            for i, topo in enumerate(strong["topologies"]):
+                if strong["global_batch"] % world(topo):
+                    out.append(("experiments.strong.global_batch",
+                                f"{strong['global_batch']} is not divisible by the world size {world(topo)} of "
+                                f"topologies[{i}]; use a multiple of every world size"))
+    for name in EXPERIMENTS:
+        e = enabled(exps, name)
+        if not e or "topologies" not in e:
+            continue
+        seen: dict = {}
+        for i, topo in enumerate(e["topologies"]):
+            key = (topo["nodes"], topo["gpus_per_node"])
+            if key in seen:
+                out.append((f"experiments.{name}.topologies[{i}]",
+                            f"{topo['nodes']} x {topo['gpus_per_node']} is the same placement as "
+                            f"topologies[{seen[key]}]; list each placement once (repeats: measures it again)"))
+            seen.setdefault(key, i)
+    m = cfg["model"]
+    if "pykan" in m["impl"] and "bspline" not in m["basis"]:
+        out.append(("model.basis", f"{m['basis']} has no basis pykan has: impl pykan is B-spline only (allowed for "
+                                   f"pykan: 'bspline'); add bspline to model.basis, or take pykan out of model.impl"))
+    r = cfg["repeats"]
+    if isinstance(r, dict) and r["max"] < r["min"]:
+        out.append(("repeats.max", f"{r['max']} is below repeats.min = {r['min']}; max is the most repeats a "
+                                   f"point may get, min the first look's"))
+    lo, hi = cfg["model"]["grid_range"]
+    if not hi > lo:
+        out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
+    # report.expect's grammar: a typo in a metric name stops the run before any point is measured
+    out.extend(expectation_problems(cfg["report"]["expect"]))
+    if len(cfg["model"]["widths"]) < 3:
+        out.append(("model.widths", f"{cfg['model']['widths']} needs a hidden layer (input, hidden..., output): "
+                                    f"the model_size experiment sweeps the hidden width"))
+    return out
+
+
+def _limit_problems(cfg: dict, limits) -> list[tuple[str, str]]:
+    """Widths, placements and repeats above the study's limits (kan.config.Limits)."""
+    problems = []
+    raise_it = "in the study config if your cluster really needs it"
+    for i, w in enumerate(cfg["model"]["widths"]):
+        if w > limits.max_width:
+            problems.append((f"model.widths[{i}]", f"{w} is above limits.max_width = {limits.max_width}; raise "
+                                                   f"limits.max_width {raise_it}"))
+    for name in EXPERIMENTS:
+        e = enabled(cfg["experiments"], name) or {}
+        for i, topo in enumerate(e.get("topologies", [])):  # ddp and model_size have one `topology`
+            for key, bound in (("nodes", "max_nodes"), ("gpus_per_node", "max_ranks_per_node")):
+                if topo[key] > getattr(limits, bound):
+                    problems.append((f"experiments.{name}.topologies[{i}].{key}",
+                                     f"{topo[key]} is above limits.{bound} = {getattr(limits, bound)}; raise "
+                                     f"limits.{bound} {raise_it}"))
+    ms = enabled(cfg["experiments"], "model_size")
+    for i, h in enumerate(ms["hidden_widths"] if ms else []):
+        if h > limits.max_width:
+            problems.append((f"experiments.model_size.hidden_widths[{i}]",
+                             f"{h} is above limits.max_width = {limits.max_width}; raise limits.max_width {raise_it}"))
+    rp = repeat_plan(cfg)
+    if rp.max > limits.max_repeats:
+        problems.append(("repeats", f"{rp.max} is above limits.max_repeats = {limits.max_repeats}"))
+    return problems

@@ -1,0 +1,190 @@
+"""The study's measurement points: experiments x models x topologies (x emulated links) x repeats,
+each a kan.config.Point keyed by its id. The order is stable, and ids depend only on the points'
+fields, so a study planned again (or by an older version of this package) names the same points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+
+from kan.config import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
+from kan.fields import default
+from scaling.common.repeats import RepeatPlan
+
+from .fields import config_kwargs, study_parts
+from .schema import ConfigError
+
+TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e != "allreduce")
+# the ddp experiment's lists: every combination of their items is one setting
+DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo")
+# DDP's defaults (the trainer's): the `none` setting every other one is judged against
+# (scaling/ddp_table.py); the schema's lists default to exactly these (tests/unit/test_config.py)
+DDP_DEFAULTS = {name: default(TrainConfig, name) for name in DDP_LISTS}
+
+
+def enabled(exps: dict, name: str) -> dict | None:
+    """The experiment's section if the config has it and it is enabled (validated: `enabled` is there)."""
+    e = exps.get(name)  # an experiment left out of the config is not measured
+    return e if e and e["enabled"] else None
+
+
+def world(topo: dict) -> int:
+    return topo["nodes"] * topo["gpus_per_node"]
+
+
+def training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, int, bool]]:
+    """(experiment, widths, topology, samples, batch_per_rank, ddp) of every training placement."""
+    exps, base = cfg["experiments"], list(cfg["model"]["widths"])
+    rows = []
+    one = {"nodes": 1, "gpus_per_node": 1}
+    s = enabled(exps, "strong")
+    if s:
+        for topo in s["topologies"]:
+            bpr = s["batch_per_rank"] if "batch_per_rank" in s else s["global_batch"] // world(topo)
+            rows.append(("strong", base, topo, s["samples"], bpr, True))
+        if s["non_ddp_baseline"]:
+            # strong has exactly one of the two (plan/checks.py): no schema default for either
+            bpr = s["batch_per_rank"] if "batch_per_rank" in s else s["global_batch"]
+            rows.append(("strong", base, one, s["samples"], bpr, False))
+    w = enabled(exps, "weak")
+    if w:
+        for topo in w["topologies"]:
+            rows.append(("weak", base, topo, w["samples_per_rank"] * world(topo), w["batch_per_rank"], True))
+        if w["non_ddp_baseline"]:
+            rows.append(("weak", base, one, w["samples_per_rank"], w["batch_per_rank"], False))
+    c = enabled(exps, "comm")
+    if c:
+        for topo in c["topologies"]:
+            rows.append(("comm", base, topo, c["samples"], c["batch_per_rank"], True))
+    m = enabled(exps, "model_size")
+    if m:
+        for h in m["hidden_widths"]:
+            widths = [base[0]] + [h] * (len(base) - 2) + [base[-1]]
+            rows.append(("model_size", widths, m["topology"], m["samples"], m["batch_per_rank"], True))
+    return rows
+
+
+def ddp_combinations(cfg: dict) -> list[dict]:
+    """TrainConfig fields of every combination of the ddp experiment's lists, in config order, and
+    DDP's defaults first when no combination is them: every setting is judged against them."""
+    d = enabled(cfg["experiments"], "ddp")
+    if not d:
+        return []
+    fixed = {"powersgd_rank": d["powersgd_rank"], "powersgd_start_iter": d["powersgd_start_iter"]}
+    # YAML's 25 is an int; the trainer parses --bucket-cap-mb=25 as 25.0: the same float on both
+    # sides, or the record's point id (a hash of the fields) would not be the planned one
+    lists = {**{k: d[k] for k in DDP_LISTS}, "bucket_cap_mb": [float(x) for x in d["bucket_cap_mb"]]}
+    combos = [dict(zip(DDP_LISTS, combo)) for combo in itertools.product(*(lists[k] for k in DDP_LISTS))]
+    if DDP_DEFAULTS not in combos:
+        combos.insert(0, dict(DDP_DEFAULTS))
+    return [{**c, **fixed} for c in combos]
+
+
+def allreduce_topologies(cfg: dict) -> list[dict]:
+    """The allreduce experiment's placements: its own list, else every distinct multi-rank topology of
+    the enabled training experiments (a one-rank all-reduce moves nothing)."""
+    a = enabled(cfg["experiments"], "allreduce")
+    if not a:
+        return []
+    if "topologies" in a:  # no schema default: left out = every training topology
+        return [t for t in a["topologies"] if world(t) > 1]
+    seen, out = set(), []
+    d = enabled(cfg["experiments"], "ddp")
+    for topo in [t for _, _, t, _, _, _ in training_rows(cfg)] + ([d["topology"]] if d else []):
+        key = (topo["nodes"], topo["gpus_per_node"])
+        if world(topo) > 1 and key not in seen:
+            seen.add(key)
+            out.append(topo)
+    return out
+
+
+def links(cfg: dict, topo: dict) -> list[dict]:
+    """Placement fields of the emulated links a topology is measured over: one per configured rate
+    for a point of 2 or more nodes when network.emulate is on, else none ([{}])."""
+    net = cfg["network"]
+    if not net["emulate"] or topo["nodes"] < 2:
+        return [{}]
+    return [{"link_mbit": float(r), "link_burst_kb": float(net["burst_kb"]),
+             "link_latency_us": float(net["latency_us"])} for r in net["rates_mbit"]]
+
+
+def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[str, Point]:
+    """Every point of a validated config from its study-wide dataclasses (plan/fields.py
+    study_parts); a point its dataclasses reject raises ConfigError, or, given `problems`, adds
+    (where, message) to it and is left out."""
+    points: dict[str, Point] = {}
+    placement_base, train_base, limits = parts["placement"], parts["train"], parts["limits"]
+    num_reps = repeat_plan(cfg).max
+
+    def add(where: str, **kw) -> None:
+        try:
+            pt = Point(study=cfg["study"], limits=limits, **kw)
+        except PointError as e:
+            if problems is None:
+                raise ConfigError(f"{where}: {e}") from None
+            problems.append((where, str(e)))
+            return
+        points[pt.id] = pt
+
+    def placements(topo: dict):
+        for link in links(cfg, topo):
+            yield Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"], **link)
+
+    for experiment, widths, topo, samples, bpr, ddp in training_rows(cfg):
+        # limits (nodes, ranks per node) are checked by Point, with the point's context
+        train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
+        for place in placements(topo):
+            for mc in parts["models"]:
+                model = dataclasses.replace(mc, widths=tuple(widths))
+                for rep in range(num_reps):
+                    add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
+                        f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
+                        train=train, placement=place)
+    d = enabled(cfg["experiments"], "ddp")
+    for setting in ddp_combinations(cfg):
+        train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"])
+        for place in placements(d["topology"]):
+            for mc in parts["models"]:
+                for rep in range(num_reps):
+                    add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc, train=train,
+                        placement=place)
+    if enabled(cfg["experiments"], "allreduce"):
+        sweep = AllreduceConfig(**config_kwargs(cfg, AllreduceConfig))
+        for topo in allreduce_topologies(cfg):
+            for place in placements(topo):
+                for rep in range(num_reps):
+                    add(f"experiments.allreduce ({topo['nodes']}x{topo['gpus_per_node']})", experiment="allreduce",
+                        rep=rep, placement=place, allreduce=sweep)
+    return points
+
+
+def repeat_plan(cfg: dict) -> RepeatPlan:
+    """The study's repeats (fixed, or adaptive with looks) and its deciding intervals' level."""
+    return RepeatPlan.from_config(cfg["repeats"], float(cfg["report"]["alpha"]))
+
+
+def initial_points(cfg: dict, points: dict[str, Point]) -> list[str]:
+    """The points every study measures: repeats below repeats.min (all of them with fixed repeats)."""
+    rp = repeat_plan(cfg)
+    return [pid for pid, p in points.items() if p.rep < rp.min]
+
+
+def build_points(cfg: dict) -> dict[str, Point]:
+    """Every measurement point of a validated config, keyed by id, in a stable order."""
+    problems: list = []
+    parts = study_parts(cfg, problems)
+    if problems:
+        raise ConfigError("; ".join(f"{k}: {m}" for k, m in problems))
+    return plan_points(cfg, parts)
+
+
+def points_json(points: dict[str, Point]) -> str:
+    """The planned points as one JSON text, one point per line (results/<study>/plan/points.json)."""
+    return "[\n" + ",\n".join(json.dumps(p.to_json(), sort_keys=True) for p in points.values()) + "\n]\n"
+
+
+def points_digest(points: dict[str, Point]) -> str:
+    return hashlib.sha256(points_json(points).encode()).hexdigest()[:16]
