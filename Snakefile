@@ -36,21 +36,6 @@ include: "workflow/rules/looks.smk"
 include: "workflow/rules/report.smk"
 
 
-# The aggregation steps are seconds of pandas: run them where snakemake runs, never as Slurm jobs
-localrules:
-    all,
-    make_pykan_env,
-    write_plan,
-    look,
-    collect_measurements,
-    compute_tables,
-    fit_model,
-    compute_guidelines,
-    plot_figures,
-    evaluate_expectations,
-    render_report,
-
-
 onstart:
     forward_sigterm_to_points()
 
@@ -63,7 +48,10 @@ onerror:
     refresh_report_if_stale()
 
 
+# A rule that is seconds of work (the analysis, the report, this one) says `localrule: True` itself:
+# it runs where snakemake runs, never as a Slurm job; only measure_point is submitted.
 rule all:
     default_target: True
     input:
         get_final_output,
+    localrule: True

@@ -12,6 +12,7 @@ rule write_plan:
         points="results/{study}/plan/points.json",
     log:
         "results/{study}/logs/write_plan.log",
+    localrule: True
     params:
         digest=as_json(POINTS_DIGEST),
     message:
@@ -34,6 +35,7 @@ rule collect_measurements:
         allreduce="results/{study}/allreduce.csv",
     log:
         "results/{study}/logs/collect_measurements.log",
+    localrule: True
     params:
         running=get_running_points,
         repeats=get_repeats,
@@ -66,6 +68,7 @@ rule compute_tables:
         provenance="results/{study}/provenance.json",
     log:
         "results/{study}/logs/compute_tables.log",
+    localrule: True
     params:
         thresholds=get_thresholds,
     message:
@@ -88,6 +91,7 @@ rule fit_model:
         model="results/{study}/model.json",
     log:
         "results/{study}/logs/fit_model.log",
+    localrule: True
     params:
         thresholds=get_thresholds,
     message:
@@ -110,6 +114,7 @@ rule compute_guidelines:
         guidelines="results/{study}/guidelines.json",
     log:
         "results/{study}/logs/compute_guidelines.log",
+    localrule: True
     params:
         thresholds=get_thresholds,
     message:

@@ -17,6 +17,7 @@ checkpoint look:
         look="results/{study}/looks/look{k}.json",
     log:
         "results/{study}/logs/look{k}.log",
+    localrule: True
     params:
         thresholds=get_thresholds,
         repeats=get_repeats,

@@ -6,6 +6,8 @@ rule make_pykan_env:
         ".venv-pykan/.installed",
     log:
         "results/pykan-env.log",
+    # where snakemake runs: it installs into this checkout (.venv-pykan), which every node sees
+    localrule: True
     message:
         "pykan 0.2.8 in its own environment .venv-pykan (the study lists impl: pykan)"
     shell:

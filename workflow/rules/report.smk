@@ -27,6 +27,7 @@ rule plot_figures:
         ),
     log:
         "results/{study}/logs/plot_figures.log",
+    localrule: True
     params:
         reference=get_reference_name,
         thresholds=get_thresholds,
@@ -60,6 +61,7 @@ rule evaluate_expectations:
         ),
     log:
         "results/{study}/logs/evaluate_expectations.log",
+    localrule: True
     params:
         expect=get_expectations,
     message:
@@ -97,6 +99,7 @@ rule render_report:
         ),
     log:
         "results/{study}/logs/render_report.log",
+    localrule: True
     params:
         config=get_config_json,
         reference=get_reference_name,
