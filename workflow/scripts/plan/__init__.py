@@ -10,20 +10,17 @@
 
 Pure Python, imported by the workflow (common.smk), `make plan` (study.py) and the tests. The
 fields of a point are defined once, in kan/config.py; this package only maps config keys onto
-them. The modules import each other directly, never this file.
+them. Below: what callers use. The modules import each other directly, never this file.
 """
 
-from .checks import semantic_problems
 from .config import _merge, config_warnings, load_config, read_yaml, validate_config
 from .fields import CONFIG_FIELDS, launch_settings, limits
-from .points import (DDP_DEFAULTS, allreduce_topologies, build_points, ddp_combinations, initial_points, links,
-                     points_digest, points_json, repeat_plan)
-from .runtimes import ESTIMATE_RULE, measured_steps, point_runtimes
-from .schema import SCHEMA_PATH, ConfigError, load_schema
+from .points import DDP_DEFAULTS, build_points, initial_points, points_digest, points_json, repeat_plan
+from .runtimes import ESTIMATE_RULE, point_runtimes
+from .schema import ConfigError, load_schema
 from .state import ANALYSIS_RULES, record_state, retry_token
 
-__all__ = ["ANALYSIS_RULES", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "SCHEMA_PATH", "ConfigError",
-           "allreduce_topologies", "build_points", "config_warnings", "ddp_combinations", "initial_points",
-           "launch_settings", "limits", "links", "load_config", "load_schema", "measured_steps", "point_runtimes",
-           "points_digest", "points_json", "read_yaml", "record_state", "repeat_plan", "retry_token",
-           "semantic_problems", "validate_config", "_merge"]
+__all__ = ["ANALYSIS_RULES", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError", "build_points",
+           "config_warnings", "initial_points", "launch_settings", "limits", "load_config", "load_schema",
+           "point_runtimes", "points_digest", "points_json", "read_yaml", "record_state", "repeat_plan",
+           "retry_token", "validate_config"]
