@@ -24,7 +24,7 @@ import typing
 from dataclasses import dataclass, field
 
 from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, parser_for, plain, validate
-from .settings import LaunchSettings, Limits, parse_limits
+from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
 # pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
 # workflow/scripts/pykan_train.py with this package's loop and record

@@ -126,24 +126,24 @@ def _ok_record(pid: str, token: str = "") -> dict:
 
 def test_retry_token(tmp_path):
     rec = tmp_path / "p.json"
-    assert plan.retry_token(rec) == ""  # no record yet
+    assert plan.retry_token(rec, rerun_failed=True) == ""  # no record yet
     records.write(rec, _ok_record("p"))
-    assert plan.retry_token(rec) == ""  # finished: never re-runs
+    assert plan.retry_token(rec, rerun_failed=True) == ""  # finished: never re-runs
     failed = records.failure({"id": "p"}, "timeout", "too slow")
     failed["launch"] = {"attempt": "A1", "retry_token": ""}
     records.write(rec, failed)
-    tok = plan.retry_token(rec)
+    tok = plan.retry_token(rec, rerun_failed=True)
     assert tok.startswith("retry-after-timeout") and "A1" in tok
     assert plan.retry_token(rec, rerun_failed=False) == ""
     records.write(rec, _ok_record("p", tok))  # the re-run succeeded with that token: stable from now on
-    assert plan.retry_token(rec) == tok
+    assert plan.retry_token(rec, rerun_failed=True) == tok
 
 
 @pytest.mark.parametrize("content", ["", '{"status": "ok", "point": {"id": "p"', '{"status": "ok"}', "[1, 2]"])
 def test_retry_token_reruns_invalid_records(tmp_path, content):
     rec = tmp_path / "p.json"
     rec.write_text(content)
-    tok = plan.retry_token(rec)
+    tok = plan.retry_token(rec, rerun_failed=True)
     assert tok.startswith("retry-after-corrupt-")
     rec.write_text(content + " ")
-    assert plan.retry_token(rec) != tok  # a different file: a different token, so it runs again
+    assert plan.retry_token(rec, rerun_failed=True) != tok  # a different file: a different token, so it runs again

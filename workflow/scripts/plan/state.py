@@ -26,14 +26,15 @@ def record_state(path: str | Path) -> tuple[str, dict | str | None]:
     return rec["status"], rec
 
 
-def retry_token(record_path: str | Path, rerun_failed: bool = True) -> str:
+def retry_token(record_path: str | Path, rerun_failed: bool) -> str:
     """A Snakemake param that changes exactly when a point should run again although its record
     exists: Snakemake re-runs a job whose params differ from the ones it last ran with.
     - no record yet, or an ok record: the token the record was written with ("" at first), so
       finished points never re-run;
     - an invalid record (empty, truncated, hand-edited, another point's): a token naming its bytes,
       always re-run;
-    - a failed/oom/timeout/cancelled/killed record (and rerun_failed): a token naming that attempt."""
+    - a failed/oom/timeout/cancelled/killed record (and rerun_failed, the config key): a token
+      naming that attempt."""
     path = Path(record_path)
     state, rec = record_state(path)
     if state == "missing":
