@@ -21,8 +21,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 
-import scaling.perfmodel as perfmodel
-from scaling.columns import clean, clean_allreduce
+import scaling.model.fit as perfmodel
+from scaling.common.columns import clean, clean_allreduce
 
 HOST = ["device_type", "num_hosts", "threads_per_rank", "host_cpus"]
 VARIANTS = (("unshared", False, False), ("time-shared", True, False), ("co-run", True, True))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from scaling.repeats import RepeatPlan
-from scaling.sequential import simulate
+from scaling.common.repeats import RepeatPlan
+from scaling.decide.sequential import simulate
 
 
 def main() -> None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scaling.columns import clean, clean_allreduce
-from scaling.expectations import evaluate
-from scaling.guidelines import compute_guidelines
-from scaling.perfmodel import build_model
-from scaling.plots import load_reference, plot_figures
-from scaling.render import render_report
-from scaling.tables import compute_tables
-from scaling_data import allreduce_sweep, loss_curves, study
+from scaling.common.columns import clean, clean_allreduce
+from scaling.common.settings import Settings
+from scaling.decide.build import compute_guidelines
+from scaling.decide.expectations import evaluate
+from scaling.model.build import fit_performance_model
+from scaling.report.plots import plot_figures
+from scaling.report.reference import load_reference
+from scaling.report.render import render_report
+from scaling.tables.build import compute_tables
+from scaling_data import allreduce_sweep, loss_curves, schema_config, study
 
-REPORT = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20,
-          "reference": "seed-paper-a100", "min_repeats": 2, "target_loss": None, "target_loss_factor": 1.5,
-          "predict_max_factor": 8, "max_gpus_per_node": 8, "model_max_mape_pct": 25, "bootstrap_samples": 40}
+# the hand-built study's config: the schema's defaults but for these (two repeats, a quick bootstrap)
+CONFIG = {"study": "handbuilt", **schema_config(min_repeats=2, bootstrap_samples=40), "repeats": 2}
+REPORT = CONFIG["report"]
+SETTINGS = Settings.from_config(CONFIG)
 PROVENANCE = {"hostnames": ["node<1>"], "device_types": ["cpu"], "torch": ["2.13.0+cpu"], "cuda": [], "nccl": [],
               "git": ["9ede84170b6b (dirty)"], "slurm_job_ids": ["4242"], "num_records": 20}
 # one that passes, one that fails, one inconclusive (a CI straddles), one not measured
@@ -37,9 +40,8 @@ def study_tables(measurements=None, scale: float = 1.0) -> dict:
             df[c] = df[c] / scale
     curves = loss_curves(df) if measurements is None else None
     sweep = allreduce_sweep() if measurements is None else None
-    thresholds = {k: v for k, v in REPORT.items() if k != "reference"}
-    tables = compute_tables(df, curves, sweep, thresholds)
-    tables["model"] = build_model(clean(df), clean_allreduce(sweep), thresholds)
+    tables = compute_tables(df, SETTINGS, curves, sweep)
+    tables["model"] = fit_performance_model(clean(df), clean_allreduce(sweep), SETTINGS)
     tables["loss_curves"] = curves
     return tables
 
@@ -49,12 +51,11 @@ def render(tmp: Path, measurements=None, with_figures: bool = True, compare: lis
     """The hand-built study with loss curves and an all-reduce sweep (or `measurements` alone);
     `compare`: other studies as {'name', 'folder', 'tables', 'provenance'}."""
     tables = study_tables(measurements)
-    thresholds = {k: v for k, v in REPORT.items() if k != "reference"}
-    guidelines = compute_guidelines(tables, thresholds, tables["model"])
+    guidelines = compute_guidelines(tables, SETTINGS, tables["model"])
     reference = load_reference(REPORT["reference"])
     figs = tmp / "plots"
-    manifest = plot_figures(tables, figs, reference, thresholds, compare, "handbuilt") if with_figures else {}
-    config = {"study": "handbuilt", "repeats": 2, "report": {**REPORT, "expect": expect or []}}
+    manifest = plot_figures(tables, figs, reference, SETTINGS, compare, "handbuilt") if with_figures else {}
+    config = {**CONFIG, "report": {**REPORT, "expect": expect or []}}
     expectations = evaluate(expect, tables) if expect else None
     return render_report(tables, guidelines, manifest, figs, config, PROVENANCE, reference,
                          generated_utc="2026-12-01 00:00 UTC", expectations=expectations, compare=compare)

@@ -3,15 +3,38 @@ plus loss curves and an all-reduce sweep drawn from known models."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
 
 import pandas as pd
-from scaling.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS
-from scaling.tidy import COLUMNS
+import yaml
+from scaling.common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS
+from scaling.common.settings import Settings
+from scaling.tables.tidy import COLUMNS
+
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 # columns of the point/record contract that measurements.csv gains (built in main); the analysis
 # reads them when present
 NEW_COLUMNS = [c for c in ("ddp", "placement_class", "contended", "contention", "exclusive") if c not in COLUMNS]
+
+
+def schema_config(**report) -> dict:
+    """The report section and repeats a config without them gets: the schema's defaults (what
+    plan.validate_config fills in), with `report` keys overridden."""
+    props = yaml.safe_load(SCHEMA.read_text())["properties"]
+    defaults = {k: v["default"] for k, v in props["report"]["properties"].items()}
+    unknown = sorted(set(report) - set(defaults))
+    assert not unknown, f"not keys of the schema's report section: {unknown}"
+    return {"report": {**defaults, **report}, "repeats": props["repeats"]["default"]}
+
+
+def settings(**overrides) -> Settings:
+    """The analysis's settings at the schema's defaults, with `overrides` (report keys, or the
+    deciding level `decision_level`)."""
+    level = {k: overrides.pop(k) for k in ("decision_level", "looks") if k in overrides}
+    return dataclasses.replace(Settings.from_config(schema_config(**overrides)), **level)
 
 
 def row(experiment: str, nodes: int, gpus_per_node: int, rep: int = 0, samples_per_s: float | None = 1000.0,

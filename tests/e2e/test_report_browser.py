@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from report_fixture import EXPECT, PROVENANCE, render, study_tables
-from scaling.plots import FIGURES
+from scaling.report.plots import FIGURES
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # test-only instrumentation, added to a copy of the page: whether every inline image decoded, and

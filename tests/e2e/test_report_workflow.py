@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 import plan
 from kan import record as records
 from kan.config import Point
-from scaling.plots import FIGURES
+from scaling.report.plots import FIGURES
 
 pytestmark = pytest.mark.e2e
 COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]

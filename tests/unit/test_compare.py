@@ -5,8 +5,8 @@ import json
 
 import pytest
 from report_fixture import PROVENANCE, study_tables
-from scaling.compare import compare_files, delta, hardware_rows, key_figures, model_keys, read_study
-from scaling.io import write_csv, write_json
+from scaling.common.io import write_csv, write_json
+from scaling.report.compare import compare_files, delta, hardware_rows, key_figures, model_keys, read_study
 
 
 def write_study(folder, tables, provenance=PROVENANCE, study="b"):

@@ -10,12 +10,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scaling.columns import LOSS_CURVE_COLUMNS, clean, clean_allreduce
-from scaling.guidelines import compute_guidelines
-from scaling.perfmodel import build_model
-from scaling.tables import compute_tables
+from scaling.common.columns import LOSS_CURVE_COLUMNS, clean, clean_allreduce
+from scaling.decide.build import compute_guidelines
+from scaling.model.build import fit_performance_model
+from scaling.report.plots import plot_figures
+from scaling.report.render import render_report
+from scaling.tables.build import compute_tables
 
-from scaling_data import allreduce_sweep, frame, row
+from scaling_data import allreduce_sweep, frame, row, schema_config, settings
 
 GRADS = 4 * 64 * 84
 
@@ -54,8 +56,9 @@ def study(*parts):
 
 
 def decide(m, c, **thresholds):
-    tables = compute_tables(m, c, None, thresholds)
-    g = [x for x in compute_guidelines(tables, thresholds) if x["topic"] == "ddp"]
+    th = settings(**thresholds)
+    tables = compute_tables(m, th, c)
+    g = [x for x in compute_guidelines(tables, th) if x["topic"] == "ddp"]
     return tables["ddp"], g
 
 
@@ -145,7 +148,7 @@ def test_the_model_predicts_a_hook_from_its_bytes_fitted_to_the_defaults_only():
                      bytes_per_step=n * factor, host_cpus=16, threads_per_rank=1, device_type="cpu")
             rows.append(r)
     sweep = clean_allreduce(allreduce_sweep(alpha, beta, topologies=((1, 2, "intra-node"),)))
-    m = build_model(clean(frame(rows)), sweep, {"bootstrap_samples": 20})
+    m = fit_performance_model(clean(frame(rows)), sweep, settings(bootstrap_samples=20))
     (fp16,) = [e for e in m["ddp_settings"]["kan-bspline [2,64,1]"] if e["ddp_setting"] == "fp16"]
     assert fp16["bytes_factor"] == pytest.approx(0.5)
     assert fp16["predicted_step_time_s"] == pytest.approx(0.005 + 2 * alpha + n * beta / 2, rel=0.02)
@@ -157,20 +160,18 @@ def test_the_model_predicts_a_hook_from_its_bytes_fitted_to_the_defaults_only():
 
 
 def test_the_report_has_a_ddp_settings_section_with_table_figures_guideline_and_model(tmp_path):
-    from scaling.plots import plot_figures
-    from scaling.render import render_report
-
     m, c = study(ddp_rows("none", 0.010, 0.10), ddp_rows("fp16", 0.006, 0.101, bytes_factor=0.5),
                  ddp_rows("bf16", 0, 0, status="failed", reason="BF16 all reduce communication hook required CUDA"))
-    thresholds = {"bootstrap_samples": 20}
-    tables = compute_tables(m, c, None, thresholds)
-    tables["model"] = build_model(clean(m), clean_allreduce(None), thresholds)
+    thresholds = settings(bootstrap_samples=20)
+    tables = compute_tables(m, thresholds, c)
+    tables["model"] = fit_performance_model(clean(m), clean_allreduce(None), thresholds)
     tables["loss_curves"] = c
     guidelines = compute_guidelines(tables, thresholds, tables["model"])
     manifest = plot_figures(tables, tmp_path / "plots", None, thresholds, None, "d")
     assert manifest["ddp_time_to_target"].get("file") and manifest["ddp_loss_curves"].get("file"), manifest
-    html = render_report(tables, guidelines, manifest, tmp_path / "plots", {"study": "d", "repeats": 4, "report": {}},
-                         {}, None, generated_utc="2026-12-02 00:00 UTC")
+    config = {"study": "d", **schema_config(bootstrap_samples=20), "repeats": 4}
+    html = render_report(tables, guidelines, manifest, tmp_path / "plots", config, {}, None,
+                         generated_utc="2026-12-02 00:00 UTC")
     section = html.split('<section id="ddp">')[1].split("</section>")[0]
     assert "<h2>DDP settings</h2>" in section and 'id="table-ddp"' in section
     rows = section.split('id="table-ddp"')[1].split("</table>")[0]
@@ -180,5 +181,5 @@ def test_the_report_has_a_ddp_settings_section_with_table_figures_guideline_and_
     assert 'href="#ddp"' in html and 'id="guidelines-ddp"' in html and "use fp16" in html
     # a study without the experiment has no such section
     plain = render_report({k: (v.iloc[0:0] if k == "ddp" else v) for k, v in tables.items()}, [], {}, tmp_path,
-                          {"study": "d", "repeats": 1, "report": {}}, {}, None)
+                          {"study": "d", **schema_config(), "repeats": 1}, {}, None)
     assert '<section id="ddp">' not in plain and 'href="#ddp"' not in plain

@@ -6,7 +6,7 @@ import math
 
 import pytest
 from report_fixture import study_tables
-from scaling.expectations import (FAIL, INCONCLUSIVE, METRICS, NOT_MEASURED, PASS, allowed_keys, evaluate,
+from scaling.decide.expectations import (FAIL, INCONCLUSIVE, METRICS, NOT_MEASURED, PASS, allowed_keys, evaluate,
                                   expectation_problems, validate_expectations, verdict)
 
 import check_expectations

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from scaling import operator
+from scaling.report import operator
 
 
 def strong_rows():

@@ -5,9 +5,9 @@ axis, no interval at the baseline."""
 import numpy as np
 import pytest
 from matplotlib.collections import LineCollection
-from report_fixture import REPORT, study_tables
-from scaling import plotkit
-from scaling.plots import FIGURES, plot_figures
+from report_fixture import SETTINGS, study_tables
+from scaling.report import plotkit
+from scaling.report.plots import FIGURES, plot_figures
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,7 @@ def figures(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(plotkit, "save", keep)
     try:
-        manifest = plot_figures(study_tables(), tmp_path_factory.mktemp("plots"), None,
-                                {k: v for k, v in REPORT.items() if k != "reference"})
+        manifest = plot_figures(study_tables(), tmp_path_factory.mktemp("plots"), None, SETTINGS)
     finally:
         mp.undo()
     assert all("file" in manifest[n] for n in FIGURES), manifest

@@ -7,7 +7,8 @@ import re
 
 import pytest
 from report_fixture import EXPECT, PROVENANCE, render, study_tables
-from scaling.plots import FIGURES
+from scaling.report.cells import cell_text
+from scaling.report.plots import FIGURES
 from scaling_data import frame, row
 
 SECTIONS = ("summary", "guidelines", "expectations", "run", "strong", "weak", "comm", "model_size", "model",
@@ -125,9 +126,7 @@ def test_fits_model_and_time_to_target_sections(html):
 def test_no_nan_cells(html):
     # an empty CSV cell reads back as NaN; it must render as empty text or a dash, never "nan"
     assert ">nan<" not in html.lower().replace(" ", "")
-    from scaling import render
-
-    assert render._text(float("nan")) == "" and render._text(None) == "" and render._text("x") == "x"
+    assert cell_text(float("nan")) == "" and cell_text(None) == "" and cell_text("x") == "x"
 
 
 def test_comparison_of_two_studies(tmp_path):

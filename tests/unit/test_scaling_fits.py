@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from scaling.columns import clean
-from scaling.fits import AMDAHL, GUSTAFSON, USL, describe, fit_curve, fits, not_enough
+from scaling.common.columns import clean
+from scaling.tables.fits import AMDAHL, GUSTAFSON, USL, describe, fit_curve, fits, not_enough
 from scaling_data import frame, row
 
 

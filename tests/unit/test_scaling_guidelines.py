@@ -3,11 +3,12 @@ settle it, or says what is missing; never mixes experiments; never draws topolog
 that shared one host."""
 
 import pytest
-from scaling.columns import clean, clean_allreduce
-from scaling.guidelines import compute_guidelines, more_repeats, side
-from scaling.perfmodel import build_model
-from scaling.tables import compute_tables
-from scaling_data import allreduce_sweep, frame, row, study
+from scaling.common.columns import clean, clean_allreduce
+from scaling.decide.build import compute_guidelines
+from scaling.decide.rules import more_repeats, side
+from scaling.model.build import fit_performance_model
+from scaling.tables.build import compute_tables
+from scaling_data import allreduce_sweep, frame, row, settings, study
 
 TH = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20, "min_repeats": 2,
       "bootstrap_samples": 20}
@@ -18,8 +19,8 @@ def by_prefix(gs, prefix):
 
 
 def guidelines(df, model=None, **th):
-    th = {**TH, **th}
-    return compute_guidelines(compute_tables(df, thresholds=th), th, model)
+    th = settings(**{**TH, **th})
+    return compute_guidelines(compute_tables(df, th), th, model)
 
 
 def test_every_guideline_has_text_rule_numbers_status():
@@ -88,9 +89,9 @@ def test_simulated_inter_node_is_labelled_and_gives_no_topology_advice():
     # two "nodes" whose ranks all ran on one host (num_hosts 1)
     df = frame([row("comm", 1, 2, r, 1700.0 + r) for r in range(2)]
                + [row("comm", 2, 1, r, 1000.0 + r, num_hosts=1, exposed_comm_pct=40.0) for r in range(2)])
-    tables = compute_tables(df, thresholds=TH)
+    tables = compute_tables(df, settings(**TH))
     assert set(tables["comm"]["placement_class"]) == {"intra-node", "simulated inter-node (one host)"}
-    gs = compute_guidelines(tables, TH)
+    gs = compute_guidelines(tables, settings(**TH))
     (g,) = by_prefix(gs, "inter-node")
     assert g["status"] == "not_enough_data" and "simulated inter-node (one host)" in g["text"]
     assert "keep jobs" not in g["text"] and "spreading" not in g["text"]
@@ -167,15 +168,15 @@ def test_deployment_recommendation_from_the_model():
     df = study()
     df = df[df["experiment"] != "comm"]  # intra-node only, with a sweep at 2 and 4 ranks: every class validated
     sweep = allreduce_sweep(topologies=((1, 2, "intra-node"), (1, 4, "intra-node")))
-    th = {**TH, "model_max_mape_pct": 1000}
-    model = build_model(clean(df), clean_allreduce(sweep), th)
-    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    th = settings(**{**TH, "model_max_mape_pct": 1000})
+    model = fit_performance_model(clean(df), clean_allreduce(sweep), th)
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, th), th, model), "deploy")
     assert g["id"] == "deploy-kan-bspline [2,64,1]" and g["status"] == "advice"
     assert "fastest with predicted efficiency ≥ 75%" in g["text"] and "fewest GPU-hours" in g["text"]
     assert "GPU-h" in g["text"] and "model error: LOO MAPE" in g["text"]
     # a model whose held-out error exceeds the limit gives no advice
-    th = {**TH, "model_max_mape_pct": 0.001}
-    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    th = settings(**{**TH, "model_max_mape_pct": 0.001})
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, th), th, model), "deploy")
     assert g["status"] == "inconclusive" and "LOO MAPE" in g["settle"]
 
 
@@ -183,12 +184,12 @@ def test_recommendation_is_inconclusive_while_a_compared_class_is_untested():
     # the study's inter-node class has one world size (2) and its sweep only there: holding p = 2 out
     # leaves no inter-node data, so its predictions are untested and the choice between classes is too
     df = study()
-    th = {**TH, "model_max_mape_pct": 1000}
-    model = build_model(clean(df), clean_allreduce(allreduce_sweep()), th)
-    (g,) = by_prefix(compute_guidelines(compute_tables(df, thresholds=th), th, model), "deploy")
+    th = settings(**{**TH, "model_max_mape_pct": 1000})
+    model = fit_performance_model(clean(df), clean_allreduce(allreduce_sweep()), th)
+    (g,) = by_prefix(compute_guidelines(compute_tables(df, th), th, model), "deploy")
     assert g["status"] == "inconclusive" and "inter-node" in g["settle"] and "three or more world sizes" in g["settle"]
 
 
 def test_empty_tables():
-    gs = compute_guidelines({}, TH)
+    gs = compute_guidelines({}, settings(**TH))
     assert gs and all(g["status"] == "not_enough_data" for g in gs)

@@ -6,11 +6,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scaling.columns import clean, clean_allreduce
-from scaling.io import json_safe
-from scaling.perfmodel import (build_model, corun_curve, corun_factor, fit_all, fit_comm, fit_sweep, ring,
-                               training_rows, validate)
-from scaling_data import allreduce_sweep, frame, row
+from scaling.common.columns import clean, clean_allreduce
+from scaling.common.io import json_safe
+from scaling.model.build import fit_performance_model
+from scaling.model.fit import fit_all, fit_comm, fit_sweep, training_rows, validate
+from scaling.model.terms import corun_curve, corun_factor, ring
+from scaling_data import allreduce_sweep, frame, row, settings
 
 ALPHA, BETA = 2e-5, 1e-9  # 20 us per message, 1 GB/s
 
@@ -95,8 +96,8 @@ def test_validation_says_why_when_no_world_size_above_one_can_be_held_out():
 
 
 def test_model_json_predicts_validates_and_recommends():
-    th = {"bootstrap_samples": 30, "predict_max_factor": 8, "max_gpus_per_node": 64, "efficiency_threshold": 0.5}
-    m = build_model(synthetic(), sweep(), th)
+    th = settings(bootstrap_samples=30, predict_max_factor=8, max_gpus_per_node=64, efficiency_threshold=0.5)
+    m = fit_performance_model(synthetic(), sweep(), th)
     json.dumps(json_safe(m), allow_nan=False)  # model.json is valid JSON
     one = m["models"]["kan-bspline [2,64,1]"]
     assert one["work"] == {"samples": 10000, "epochs": 2, "batch_rule": "fixed global batch", "global_batch": 1024}
@@ -123,7 +124,7 @@ def test_simulated_inter_node_is_never_recommended():
     rows = [point(1, r, 512, 0.5, 0.5, 0.0) for r in range(2)]
     rows += [point(2, r, 256, 0.26, 0.25, 0.01, nodes=2, num_hosts=1) for r in range(2)]
     ar = allreduce_sweep(ALPHA, BETA, ((2, 1, "inter-node"),), reps=1).assign(num_hosts=1)
-    m = build_model(clean(frame(rows)), clean_allreduce(ar), {"bootstrap_samples": 20})
+    m = fit_performance_model(clean(frame(rows)), clean_allreduce(ar), settings(bootstrap_samples=20))
     one = m["models"]["kan-bspline [2,64,1]"]
     assert "simulated inter-node (one host)" in one["placements"]
     rec = one["recommendation"]
@@ -133,8 +134,8 @@ def test_simulated_inter_node_is_never_recommended():
 
 
 def test_no_training_point_gives_a_reason():
-    m = build_model(clean(frame([row("strong", 1, 1, status="failed", reason="oom")])), clean_allreduce(pd.DataFrame()),
-                    {"bootstrap_samples": 20})
+    m = fit_performance_model(clean(frame([row("strong", 1, 1, status="failed", reason="oom")])),
+                              clean_allreduce(pd.DataFrame()), settings(bootstrap_samples=20))
     assert m["models"] == {} and m["reason"]
 
 
@@ -195,7 +196,7 @@ def test_ranks_that_do_not_time_share_still_slow_each_other_and_the_sweep_says_h
     assert max(abs(e) for e in per_p.values()) < 0.5, per_p
     old = validate(train, ar.drop(columns=["corun_slowdown"]), "kan-bspline [2,64,1]", "intra-node")
     assert {e["world_size"]: e["error_pct"] for e in old["per_world_size"]}[1] > 40
-    model = build_model(clean(frame(rows)), ar, {"bootstrap_samples": 20})
+    model = fit_performance_model(clean(frame(rows)), ar, settings(bootstrap_samples=20))
     assert model["corun"]["curve"] == {"2": 1.5} and "c(2) = 1.50" in model["corun"]["text"]
 
 

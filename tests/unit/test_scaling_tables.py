@@ -3,13 +3,13 @@
 import math
 
 import pytest
-from scaling.columns import clean
-from scaling.stats import linear_fit, ratio_ci, summarize, t975
-from scaling.tables import compute_tables, karp_flatt, karp_flatt_note
-from scaling_data import allreduce_sweep, frame, row, study
+from scaling.common.columns import clean
+from scaling.common.stats import linear_fit, ratio_ci, summarize, t975
+from scaling.tables.build import compute_tables
+from scaling.tables.experiments import karp_flatt, karp_flatt_note
+from scaling_data import allreduce_sweep, frame, row, settings, study
 
-
-FAST = {"bootstrap_samples": 20}  # few resamples: these tests check tables, not CIs of fits
+FAST = settings(bootstrap_samples=20)  # few resamples: these tests check tables, not CIs of fits
 
 
 def at(t, **kw):
@@ -45,7 +45,7 @@ def ddp(t):
 
 
 def test_strong_speedup_efficiency_karp_flatt():
-    t = ddp(compute_tables(study(), thresholds=FAST)["strong"])
+    t = ddp(compute_tables(study(), FAST)["strong"])
     base = at(t, world_size=1)
     assert base["speedup"] == pytest.approx(1.0) and base["efficiency"] == pytest.approx(1.0)
     assert math.isnan(base["karp_flatt"])
@@ -67,13 +67,13 @@ def test_karp_flatt_outside_its_domain_says_what_it_means():
     assert "not a serial fraction" in karp_flatt_note(-0.1) and karp_flatt_note(0.3) == ""
     df = frame([row("strong", 1, 1, samples_per_s=1000.0), row("strong", 1, 2, samples_per_s=2500.0),
                 row("strong", 1, 4, samples_per_s=800.0)])
-    t = compute_tables(df, thresholds={"bootstrap_samples": 20})["strong"]
+    t = compute_tables(df, FAST)["strong"]
     assert "super-linear" in at(t, world_size=2)["karp_flatt_note"]
     assert "retrograde" in at(t, world_size=4)["karp_flatt_note"]
 
 
 def test_strong_ci_from_repeats():
-    t = ddp(compute_tables(study(), thresholds=FAST)["strong"])
+    t = ddp(compute_tables(study(), FAST)["strong"])
     r = at(t, world_size=2)  # repeats 1790, 1810: s = 14.142, half = 12.706 * 14.142 / sqrt 2 = 127.06
     assert r["samples_per_s_ci_hi"] - r["samples_per_s_mean"] == pytest.approx(127.06, abs=0.01)
     # speedup 1800 / 1000 with both spreads (delta method on the log scale, t with 1 df):
@@ -96,13 +96,13 @@ def test_ratio_ci_and_linear_fit():
 
 
 def test_both_baselines():
-    t = compute_tables(study(), thresholds=FAST)["strong"]
+    t = compute_tables(study(), FAST)["strong"]
     plain = t[~t["ddp"].astype(bool)].iloc[0]
     r2 = at(ddp(t), world_size=2)
     # DDP baseline 1000 samples/s, non-DDP 1100: efficiency at 2 ranks 1800 / 2000 and 1800 / 2200
     assert r2["efficiency"] == pytest.approx(0.9) and r2["efficiency_vs_nonddp"] == pytest.approx(1800 / 2200)
     assert plain["world_size"] == 1 and plain["speedup"] == pytest.approx(1.1) and math.isnan(plain["karp_flatt"])
-    w = compute_tables(study(), thresholds=FAST)["weak"]
+    w = compute_tables(study(), FAST)["weak"]
     w2 = at(ddp(w), world_size=2)
     assert w2["weak_efficiency"] == pytest.approx(850 / 900) and w2["weak_efficiency_vs_nonddp"] == pytest.approx(0.85)
 
@@ -117,7 +117,7 @@ def test_placement_class_from_hosts():
 
 
 def test_allreduce_sizes_table():
-    t = compute_tables(study(), allreduce=allreduce_sweep(), thresholds={"bootstrap_samples": 20})["allreduce_sizes"]
+    t = compute_tables(study(), FAST, allreduce=allreduce_sweep())["allreduce_sizes"]
     r = at(t, placement_class="intra-node", size_bytes=4096)
     # ring at p = 2: 2 * 2e-5 + 4096 * 1e-9 s; busbw = algbw * 2 (p - 1) / p = algbw at p = 2
     assert r["time_s_mean"] == pytest.approx(2 * 2e-5 + 4096e-9) and r["n_ok"] == 2
@@ -125,7 +125,7 @@ def test_allreduce_sizes_table():
 
 
 def test_failed_and_missing_reported_not_used():
-    tables = compute_tables(study(), thresholds=FAST)
+    tables = compute_tables(study(), FAST)
     r = at(tables["strong"], world_size=4)
     assert (r["n_planned"], r["n_ok"], r["n_failed"], r["n_missing"]) == (3, 2, 1, 0)
     assert r["samples_per_s_mean"] == pytest.approx(2400.0)  # the failed repeat is not averaged in
@@ -141,7 +141,7 @@ def test_baseline_is_smallest_measured_world_size():
     # the 1-rank point failed: the baseline becomes 2 ranks and efficiency is relative to it
     df = frame([row("strong", 1, 1, status="failed", reason="oom"), row("strong", 1, 2, samples_per_s=2000.0),
                 row("strong", 1, 4, samples_per_s=3000.0)])
-    t = compute_tables(df, thresholds=FAST)["strong"]
+    t = compute_tables(df, FAST)["strong"]
     assert at(t, world_size=2)["speedup"] == pytest.approx(1.0)
     r4 = at(t, world_size=4)
     assert r4["baseline_world_size"] == 2 and r4["efficiency"] == pytest.approx(1.5 / 2)
@@ -149,7 +149,7 @@ def test_baseline_is_smallest_measured_world_size():
 
 
 def test_weak_efficiency():
-    t = ddp(compute_tables(study(), thresholds=FAST)["weak"])
+    t = ddp(compute_tables(study(), FAST)["weak"])
     assert at(t, world_size=1)["weak_efficiency"] == pytest.approx(1.0)
     # per rank: 1700 / 2 = 850 vs 900
     assert at(t, world_size=2)["weak_efficiency"] == pytest.approx(850 / 900)
@@ -157,7 +157,7 @@ def test_weak_efficiency():
 
 
 def test_inter_vs_intra_loss():
-    t = compute_tables(study(), thresholds=FAST)["comm"]
+    t = compute_tables(study(), FAST)["comm"]
     inter = at(t, world_size=2, nodes=2)
     assert inter["placement_class"] == "inter-node"
     assert inter["inter_vs_intra_loss_pct"] == pytest.approx(100 * (1700 - 1360) / 1700)
@@ -166,7 +166,7 @@ def test_inter_vs_intra_loss():
 
 
 def test_model_size_params_per_gb():
-    t = compute_tables(study(), thresholds=FAST)["model_size"]
+    t = compute_tables(study(), FAST)["model_size"]
     r = at(t, hidden_width=128)
     assert r["num_params"] == 10790 and r["params_per_gb"] == pytest.approx(10790 / 0.26)
     assert r["model_state_bytes_median"] == pytest.approx(16 * 10790)  # 4 B weights + 4 grads + 8 Adam
@@ -174,14 +174,14 @@ def test_model_size_params_per_gb():
 
 def test_all_missing_never_crashes():
     df = frame([row(e, 1, 1, status="missing") for e in ("strong", "weak", "comm", "model_size")])
-    tables = compute_tables(df, thresholds=FAST)
+    tables = compute_tables(df, FAST)
     for name in ("strong", "weak", "comm", "model_size"):
         assert len(tables[name]) == 1 and tables[name]["n_ok"].iloc[0] == 0
     assert tables["fits"]["strong"] == {} and tables["fits"]["weak"] == {}
 
 
 def test_fits_written_for_strong_and_weak():
-    f = compute_tables(study(), thresholds={"bootstrap_samples": 20})["fits"]
+    f = compute_tables(study(), FAST)["fits"]
     assert f["strong"]["kan-bspline [2,64,1]"]["intra-node"]["usl"]["status"] == "fit"
     assert f["weak"]["kan-bspline [2,64,1]"]["intra-node"]["gustafson"]["reason"] == (
         "not enough world sizes to fit (have 2, need 3)")
@@ -189,7 +189,7 @@ def test_fits_written_for_strong_and_weak():
 
 def test_baseline_ratios_are_exact():
     # the baseline against itself is 1 by definition: no interval (its own spread would count twice)
-    tables = compute_tables(study(), thresholds=FAST)
+    tables = compute_tables(study(), FAST)
     s = ddp(tables["strong"])
     base = at(s, world_size=1)
     assert base["is_baseline"] and base["efficiency"] == pytest.approx(1.0)

@@ -1,12 +1,12 @@
-"""Adaptive repeats (scaling/sequential.py): simulated studies with a known truth keep the false-decision
+"""Adaptive repeats (scaling/decide/sequential.py): simulated studies with a known truth keep the false-decision
 rate at or below alpha over all looks, unadjusted looks do not, clear cases stop early; and what one
 look adds, capped by max and trimmed to the budget."""
 
 import pytest
 
-from scaling.repeats import RepeatPlan, next_batch
-from scaling.sequential import plan_batch, simulate
-from scaling.tables import GROUP
+from scaling.common.repeats import RepeatPlan, next_batch
+from scaling.decide.sequential import plan_batch, simulate
+from scaling.tables.aggregate import GROUP
 
 ALPHA = 0.05
 N = 4000  # studies per case: the rate's standard error at 5% is 0.34 points
@@ -48,13 +48,13 @@ def test_a_clear_case_stops_at_the_first_look_and_costs_less_than_fixed_repeats(
 
 
 def test_fixed_repeats_are_one_look_at_95():
-    plan = RepeatPlan.from_config(3)
+    plan = RepeatPlan.from_config(3, ALPHA)
     assert not plan.adaptive and plan.num_looks == 1 and plan.level == pytest.approx(0.95)
-    assert RepeatPlan.from_config({"min": 3, "max": 3, "looks": 4}).level == pytest.approx(0.95)  # max = min
+    assert RepeatPlan.from_config({"min": 3, "max": 3, "looks": 4}, ALPHA).level == pytest.approx(0.95)  # max = min
 
 
 def test_next_batch_is_capped_by_max():
-    plan = RepeatPlan(min=3, max=6, looks=3)
+    plan = RepeatPlan(min=3, max=6, looks=3, alpha=ALPHA)
     assert next_batch(10, 3, plan) == 3 and next_batch(2, 3, plan) == 2
     assert next_batch(None, 3, plan) == 0 and next_batch(4, 6, plan) == 0
 
@@ -73,7 +73,7 @@ def undecided(gid, *targets):
 def test_a_look_adds_the_largest_request_per_point_and_only_to_undecided_ones():
     gl = [undecided("g1", ("1x2", 2, KEY_A)), undecided("g2", ("1x2", 5, KEY_A), ("1x1", 1, KEY_B)),
           {"id": "g3", "status": "advice"}, undecided("g4", ("model", None, None))]
-    plan = RepeatPlan(min=3, max=6, looks=3)
+    plan = RepeatPlan(min=3, max=6, looks=3, alpha=ALPHA)
     b = plan_batch(gl, FAMILIES, {"famA": 3, "famB": 3}, plan, {"famA": 0.01, "famB": 0.01}, 0.0)
     assert b["added"] == {"famA": {"more": 3, "why": ["g1", "g2"]}, "famB": {"more": 1, "why": ["g2"]}}  # 5 capped
     assert b["undecided"] == ["g1", "g2", "g4"] and b["not_by_repeats"] == ["g4"]
@@ -83,7 +83,7 @@ def test_a_look_adds_the_largest_request_per_point_and_only_to_undecided_ones():
 
 def test_a_look_stays_within_the_budget_cheapest_first():
     gl = [undecided("g", ("1x2", 4, KEY_A), ("1x1", 4, KEY_B))]
-    plan = RepeatPlan(min=3, max=12, looks=3, budget_rank_hours=1.0)
+    plan = RepeatPlan(min=3, max=12, looks=3, budget_rank_hours=1.0, alpha=ALPHA)
     b = plan_batch(gl, FAMILIES, {"famA": 3, "famB": 3}, plan, {"famA": 0.2, "famB": 0.1}, spent_rank_hours=0.3)
     # 0.7 left: famB (0.1 each) gets its 4 (0.4), famA (0.2 each) the 1 that still fits (0.2)
     assert b["added"]["famB"]["more"] == 4 and b["added"]["famA"]["more"] == 1

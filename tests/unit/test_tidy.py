@@ -5,7 +5,7 @@ import json
 
 from kan import record as records
 from kan.config import ModelConfig, Placement, Point, TrainConfig
-from scaling.tidy import collect
+from scaling.tables.tidy import collect
 
 
 def point(gpus=1, nodes=1) -> Point:

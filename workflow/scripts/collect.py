@@ -3,9 +3,9 @@
 import sys
 from pathlib import Path
 
-from scaling.io import read_json, step_args, write_csv
-from scaling.repeats import RepeatPlan, requested_points
-from scaling.tidy import collect, read_job_wall
+from scaling.common.io import read_json, step_args, write_csv
+from scaling.common.repeats import RepeatPlan, requested_points
+from scaling.tables.tidy import collect, read_job_wall
 
 
 def main(points: list[dict], running: dict, points_dir: str, benchmarks_dir: str, out: dict) -> None:

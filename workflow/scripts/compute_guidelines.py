@@ -2,12 +2,14 @@
 
 import sys
 
-from scaling.guidelines import compute_guidelines
-from scaling.io import read_json, read_tables, step_args, write_json
+from scaling.common.io import read_json, read_tables, step_args, write_json
+from scaling.common.settings import Settings
+from scaling.decide.build import compute_guidelines
 
 
 def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
-    guidelines = compute_guidelines(read_tables(tables), thresholds, read_json(model))
+    """`thresholds`: the step's param as the rule passed it (guidelines.json echoes it unchanged)."""
+    guidelines = compute_guidelines(read_tables(tables), Settings.from_thresholds(thresholds), read_json(model))
     write_json({"thresholds": thresholds, "guidelines": guidelines}, out)
     counts = {s: sum(g["status"] == s for g in guidelines) for s in ("advice", "inconclusive", "not_enough_data")}
     print(f"{len(guidelines)} guidelines: {counts}", file=sys.stderr)

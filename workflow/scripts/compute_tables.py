@@ -4,15 +4,16 @@
 import sys
 from pathlib import Path
 
-from scaling.io import TABLES, read_csv, step_args, write_csv, write_json
-from scaling.provenance import provenance
-from scaling.tables import compute_tables
-from scaling.tidy import read_record
+from scaling.common.io import TABLES, read_csv, step_args, write_csv, write_json
+from scaling.common.settings import Settings
+from scaling.tables.build import compute_tables
+from scaling.tables.provenance import provenance
+from scaling.tables.tidy import read_record
 
 
-def main(inputs: dict, points_dir: str, thresholds: dict, out: dict) -> None:
+def main(inputs: dict, points_dir: str, settings: Settings, out: dict) -> None:
     measurements = read_csv(inputs["measurements"])
-    tables = compute_tables(measurements, read_csv(inputs["loss_curves"]), read_csv(inputs["allreduce"]), thresholds)
+    tables = compute_tables(measurements, settings, read_csv(inputs["loss_curves"]), read_csv(inputs["allreduce"]))
     for name in TABLES:
         write_csv(tables[name], out[name])
     write_json(tables["fits"], out["fits"])
@@ -25,4 +26,4 @@ def main(inputs: dict, points_dir: str, thresholds: dict, out: dict) -> None:
 
 if __name__ == "__main__":
     inp, params, out = step_args(__doc__)
-    main(inp, inp["points_dir"], params["thresholds"], out)
+    main(inp, inp["points_dir"], Settings.from_thresholds(params["thresholds"]), out)

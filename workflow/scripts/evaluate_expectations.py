@@ -3,8 +3,8 @@ results/<study>/expectations.json (pass / fail / inconclusive / not measured per
 
 import sys
 
-from scaling.expectations import evaluate, validate_expectations
-from scaling.io import read_tables, step_args, write_json
+from scaling.common.io import read_tables, step_args, write_json
+from scaling.decide.expectations import evaluate, validate_expectations
 
 
 def main(tables: dict, expect: list, out: str) -> None:

@@ -3,13 +3,14 @@ terms with CIs, leave-one-world-size-out validation, predictions, a recommendati
 
 import sys
 
-from scaling.columns import clean, clean_allreduce
-from scaling.io import read_csv, step_args, write_json
-from scaling.perfmodel import build_model
+from scaling.common.columns import clean, clean_allreduce
+from scaling.common.io import read_csv, step_args, write_json
+from scaling.common.settings import Settings
+from scaling.model.build import fit_performance_model
 
 
-def main(measurements: str, allreduce: str, thresholds: dict, out: str) -> None:
-    model = build_model(clean(read_csv(measurements)), clean_allreduce(read_csv(allreduce)), thresholds)
+def main(measurements: str, allreduce: str, settings: Settings, out: str) -> None:
+    model = fit_performance_model(clean(read_csv(measurements)), clean_allreduce(read_csv(allreduce)), settings)
     write_json(model, out)
     for name, m in model["models"].items():
         for cls, entry in m.get("placements", {}).items():
@@ -20,4 +21,4 @@ def main(measurements: str, allreduce: str, thresholds: dict, out: str) -> None:
 
 if __name__ == "__main__":
     inp, params, out = step_args(__doc__)
-    main(inp["measurements"], inp["allreduce"], params["thresholds"], out["model"])
+    main(inp["measurements"], inp["allreduce"], Settings.from_thresholds(params["thresholds"]), out["model"])

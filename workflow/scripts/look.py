@@ -1,4 +1,4 @@
-"""Workflow step: one look of an adaptive study (scaling/sequential.py). The records of the points
+"""Workflow step: one look of an adaptive study (scaling/decide/sequential.py). The records of the points
 measured so far -> the tables, performance model and guidelines, at the deciding level -> which
 configurations get how many more repeats -> results/<study>/looks/look<k>.json:
 
@@ -7,18 +7,20 @@ configurations get how many more repeats -> results/<study>/looks/look<k>.json:
                  the rank-hours spent], "stop": why nothing more is added, or null}
 """
 
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
 
-from scaling.columns import clean, clean_allreduce
-from scaling.guidelines import compute_guidelines
-from scaling.io import read_json, step_args, write_json
-from scaling.perfmodel import build_model
-from scaling.repeats import RepeatPlan, requested_points
-from scaling.sequential import family_keys, plan_batch
-from scaling.tables import compute_tables
-from scaling.tidy import collect, read_job_wall
+from scaling.common.columns import clean, clean_allreduce
+from scaling.common.io import read_json, step_args, write_json
+from scaling.common.repeats import RepeatPlan, requested_points
+from scaling.common.settings import Settings
+from scaling.decide.build import compute_guidelines
+from scaling.decide.sequential import family_keys, plan_batch
+from scaling.model.build import fit_performance_model
+from scaling.tables.build import compute_tables
+from scaling.tables.tidy import collect, read_job_wall
 
 from kan.config import Point
 
@@ -37,17 +39,18 @@ def costs(measurements, default_wall_s: float) -> tuple[dict[str, float], float]
 
 
 def look(planned: list[dict], previous: dict | None, points_dir: str, benchmarks_dir: str, running: dict,
-         thresholds: dict, plan: RepeatPlan, k: int) -> dict:
+         settings: Settings, plan: RepeatPlan, k: int) -> dict:
     requested = dict(previous["requested"]) if previous else {Point.from_json(p).family: plan.min for p in planned}
     points = requested_points(planned, requested, plan)
     walls = {p["id"]: read_job_wall(Path(benchmarks_dir) / f"{p['id']}.tsv") for p in points if p["id"] not in running}
     tidy = collect(points, {}, running, walls, points_dir=Path(points_dir))
     m = tidy["measurements"]
-    tables = compute_tables(m, tidy["loss_curves"], tidy["allreduce"], thresholds)
+    tables = compute_tables(m, settings, tidy["loss_curves"], tidy["allreduce"])
     # the bootstrap gives the model's bands, not its decisions (the recommendation rests on point
     # predictions and the leave-one-out error): a look needs no more than the schema's minimum
-    model = build_model(clean(m), clean_allreduce(tidy["allreduce"]), {**thresholds, "bootstrap_samples": 20})
-    guidelines = compute_guidelines(tables, thresholds, model)
+    model = fit_performance_model(clean(m), clean_allreduce(tidy["allreduce"]),
+                                  dataclasses.replace(settings, bootstrap_samples=20))
+    guidelines = compute_guidelines(tables, settings, model)
     per_repeat, spent = costs(m, default_wall_s=30.0)
     batch = plan_batch(guidelines, family_keys(m), requested, plan, per_repeat, spent)
     after = dict(requested)
@@ -80,7 +83,7 @@ def main(inp: dict, params: dict, out: dict) -> None:
     plan = RepeatPlan.from_json(params["repeats"])
     previous = read_json(inp["previous"]) if inp.get("previous") else None
     result = look(read_json(inp["planned"]), previous, inp["points_dir"], inp["benchmarks_dir"], params["running"],
-                  params["thresholds"], plan, int(params["look"]))
+                  Settings.from_thresholds(params["thresholds"]), plan, int(params["look"]))
     write_json(result, out["look"])
     e = result["history"][-1]
     added = sum(a["more"] for a in e["added"].values())

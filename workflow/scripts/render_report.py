@@ -4,10 +4,10 @@ and of the studies in report.compare) -> reports/<study>/report.html."""
 import sys
 from pathlib import Path
 
-from scaling.compare import read_studies
-from scaling.io import read_json, read_tables, step_args, write_text
-from scaling.plots import load_reference
-from scaling.render import render_report
+from scaling.common.io import read_json, read_tables, step_args, write_text
+from scaling.report.compare import read_studies
+from scaling.report.reference import load_reference
+from scaling.report.render import render_report
 
 TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "fits", "model")
 

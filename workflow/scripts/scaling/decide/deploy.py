@@ -1,0 +1,67 @@
+"""The deployment guideline: where to run the configured strong-scaling work, from the performance
+model's predictions, advice only where the model's held-out error is within report.model_max_mape_pct."""
+
+from __future__ import annotations
+
+from ..common.columns import REAL_PLACEMENTS
+from .rules import duration_text, guideline
+
+
+def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
+    """Per model: where to run the configured strong-scaling work, from the performance model."""
+    rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
+            f"fewest GPU-hours, over the real placement classes; advice only when the model's leave-one-world-size-"
+            f"out MAPE is known and ≤ {max_mape_pct:g}% for every placement class it compares")
+    models = (model_json or {}).get("models") or {}
+    if not models:
+        reason = (model_json or {}).get("reason", "no performance model was fitted")
+        return [guideline("deploy", "deploy", "not_enough_data", f"a performance model ({reason}).", rule, {})]
+    out = []
+    for model, m in sorted(models.items()):
+        if m.get("work") is None:
+            continue  # not in the strong experiment: no configured work to place
+        rec = m.get("recommendation")
+        gid = f"deploy-{model}"
+        if not rec or rec.get("reason") or "cheapest" not in rec:
+            why = (rec or {}).get("reason") or m.get("reason") or "no prediction"
+            out.append(guideline(gid, "deploy", "not_enough_data", f"{model}: a validated prediction ({why}).", rule, {}))
+            continue
+        w = rec["work"]
+        batch = (f"global batch {w['global_batch']}" if w["batch_rule"] == "fixed global batch"
+                 else f"per-rank batch {w['batch_per_rank']}")
+        work = f"{w['samples']:,} samples × {w['epochs']} epochs, {batch}"
+
+        def pick(c):
+            t = c["time_s"]
+            band = f" [{duration_text(t['lo'])}, {duration_text(t['hi'])}]" if t["lo"] is not None else ""
+            extra = ", extrapolated" if c["extrapolated"] else ""
+            return (f"{c['world_size']} rank(s), {c['placement_class']}: {duration_text(t['value'])}{band}, "
+                    f"{c['gpu_hours']:.3g} GPU-h, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
+                    f"{c['validation']})")
+
+        fastest, cheapest = rec.get("fastest"), rec["cheapest"]
+        nums = {"work": w, "efficiency_threshold": rec["efficiency_threshold"],
+                "fastest": {k: fastest[k] for k in ("world_size", "placement_class", "gpu_hours")} if fastest else None,
+                "cheapest": {k: cheapest[k] for k in ("world_size", "placement_class", "gpu_hours")}}
+        text = (f"{model}, {work}: fastest with predicted efficiency ≥ {rec['efficiency_threshold']:.0%}: "
+                f"{pick(fastest) if fastest else 'none'}; fewest GPU-hours: {pick(cheapest)}.")
+        if rec.get("not_considered"):
+            text += " Not considered: " + "; ".join(rec["not_considered"]) + "."
+        # every class the choice compared, not only the winners': an untested prediction for 8 ranks
+        # decides "1 rank is fastest" as much as the 1-rank prediction does
+        vals = {cls: e["validation"] for cls, e in m["placements"].items()
+                if e.get("predictions") and cls in REAL_PLACEMENTS}
+        bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
+        if bad:
+            settle = "; ".join(
+                f"{cls}: " + (f"LOO MAPE {v['loo_mape_pct']:.1f}% > {max_mape_pct:g}%: more repeats or world sizes"
+                              if v.get("loo_mape_pct") is not None else
+                              f"{v.get('reason', 'not validated')} — measure three or more world sizes there")
+                for cls, v in bad)
+            out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
+            continue
+        out.append(guideline(gid, "deploy", "advice", text, rule, nums))
+    if not out:
+        out.append(guideline("deploy", "deploy", "not_enough_data", "strong-scaling points: the recommendation "
+                             "places the configured strong-scaling work.", rule, {}))
+    return out

@@ -1,0 +1,201 @@
+"""The study's tables as rows of text cells for the report: each table's columns (units in the
+headers) and how a value reads: mean [95% CI], ratios to the DDP baseline, '–' for unknown."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..common.columns import DEFAULT_DDP_SETTING
+from ..common.stats import known
+
+
+def number_text(v, nd=1):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def cell_text(v) -> str:
+    """A free-text cell: empty for None/NaN (a CSV's empty cell reads back as NaN)."""
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def _ci(row, col, nd=1, scale=1.0):
+    """'mean [lo, hi]' (or just the mean for one repeat); `scale` converts units (e.g. s -> µs)."""
+    m, lo, hi = row.get(f"{col}_mean"), row.get(f"{col}_ci_lo"), row.get(f"{col}_ci_hi")
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "–"
+    txt = number_text(float(m) * scale, nd)
+    if lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
+        txt += f" [{number_text(float(lo) * scale, nd)}, {number_text(float(hi) * scale, nd)}]"
+    return txt
+
+
+def _pct(v, nd=1):
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * float(v):.{nd}f}%"
+
+
+def _topo(r):
+    return f"{int(r['nodes'])}×{int(r['gpus_per_node'])}"
+
+
+def _runs(r):
+    txt = f"{int(r['n_ok'])}/{int(r['n_planned'])}"
+    contended = r.get("n_contended")
+    if contended is not None and not (isinstance(contended, float) and math.isnan(contended)) and contended:
+        txt += f" ({int(contended)} contended)"
+    return txt
+
+
+# ratios against the DDP baseline: exactly 1 at the baseline itself
+BASELINE_RATIOS = ("speedup", "efficiency", "weak_efficiency", "scaled_speedup", "time_to_target_speedup")
+
+
+def _ratio(r, col, nd=2, pct=False):
+    """'value [lo, hi]' of a ratio column with _ci_lo/_ci_hi siblings."""
+    v = r.get(col)
+    if not known(v):
+        return "–"
+    f = (lambda x: f"{100 * float(x):.1f}%") if pct else (lambda x: number_text(float(x), nd))
+    if col in BASELINE_RATIOS and str(r.get("is_baseline")).lower() == "true":
+        return f(v) + " (baseline)"
+    lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
+    return f(v) + ("" if not known(lo) or not known(hi) else f" [{f(lo)}, {f(hi)}]")
+
+
+def _kf(r):
+    """Karp–Flatt e with its meaning when it is outside [0, 1] (then it is not a serial fraction)."""
+    e = r.get("karp_flatt")
+    if not known(e):
+        return "–"
+    note = cell_text(r.get("karp_flatt_note"))
+    return f"{float(e):.3f}" + (f" ({note})" if note else "")
+
+
+def _ddp(r):
+    v = r.get("ddp")
+    return "no (plain model)" if v is False or str(v).lower() == "false" else "yes"
+
+
+def _t2t(r):
+    note = cell_text(r.get("time_to_target_note"))
+    if not known(r.get("time_to_target_s")):
+        return note or "–"
+    lo, hi = r.get("time_to_target_s_ci_lo"), r.get("time_to_target_s_ci_hi")
+    txt = number_text(float(r["time_to_target_s"]), 2)
+    return txt + ("" if not known(lo) or not known(hi) else f" [{number_text(float(lo), 2)}, {number_text(float(hi), 2)}]")
+
+
+def ddp_where(r):
+    link = r.get("link_mbit")
+    t = f"{int(r['nodes'])}×{int(r['gpus_per_node'])}"
+    return t + (f" @ {float(link):g} Mbit/s (emulated)" if known(link) and float(link) > 0 else "")
+
+
+def _vs_none(r, col, nd=2):
+    """A ratio to the `none` setting: 'baseline' on that row, '–' where unknown."""
+    if str(r.get("ddp_setting")) == DEFAULT_DDP_SETTING:
+        return "1 (baseline)"
+    return _ratio(r, col, nd)
+
+
+def _bytes(r):
+    b = r.get("bytes_per_step_mean")
+    if not known(b):
+        return "–"
+    txt = f"{float(b) / 1024:,.1f}"
+    return txt if str(r.get("ddp_setting")) == DEFAULT_DDP_SETTING or not known(r.get("bytes_ratio")) else \
+        f"{txt} ({float(r['bytes_ratio']):.3g}×)"
+
+
+# per study: (header, function of the row) -- units in the headers
+COLUMNS = {
+    "strong": [
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
+        ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
+        ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
+        ("epoch time s", lambda r: _ci(r, "epoch_time_s", 2)),
+        ("speedup vs DDP base", lambda r: _ratio(r, "speedup")),
+        ("efficiency vs DDP base", lambda r: _ratio(r, "efficiency", pct=True)),
+        ("efficiency vs non-DDP", lambda r: _ratio(r, "efficiency_vs_nonddp", pct=True)),
+        ("Karp–Flatt e", _kf),
+        ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
+        ("time to target s", _t2t),
+        ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ],
+    "weak": [
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
+        ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
+        ("samples/s per rank (mean [95% CI])", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
+        ("samples/s (all ranks)", lambda r: _ci(r, "samples_per_s", 0)),
+        ("weak efficiency vs DDP base", lambda r: _ratio(r, "weak_efficiency", pct=True)),
+        ("weak efficiency vs non-DDP", lambda r: _ratio(r, "weak_efficiency_vs_nonddp", pct=True)),
+        ("scaled speedup", lambda r: _ratio(r, "scaled_speedup")),
+        ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ],
+    "comm": [
+        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("world size", lambda r: int(r["world_size"])), ("ok/planned", _runs),
+        ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
+        ("exposed comm ms (median)", lambda r: number_text(1e3 * r["exposed_comm_s_median"], 2)
+         if known(r.get("exposed_comm_s_median")) else "–"),
+        ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
+        ("loss vs 1 node % [95% CI]", lambda r: _ratio(r, "inter_vs_intra_loss_pct", 1)),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ],
+    "allreduce": [
+        ("placement", lambda r: cell_text(r.get("placement_class"))), ("nodes×ranks", _topo),
+        ("world size", lambda r: int(r["world_size"])), ("size KiB", lambda r: number_text(r["size_bytes"] / 1024, 0)),
+        ("repeats", lambda r: int(r["n_ok"])),
+        ("time µs (mean [95% CI])", lambda r: _ci(r, "time_s", 1, 1e6)),
+        ("algbw GB/s", lambda r: number_text(r.get("algbw_gbps"), 3)), ("busbw GB/s", lambda r: number_text(r.get("busbw_gbps"), 3)),
+    ],
+    "ddp": [
+        ("model", lambda r: r["model"]), ("placement", ddp_where), ("setting", lambda r: cell_text(r.get("ddp_setting"))),
+        ("ok/planned", _runs), ("step ms (mean [95% CI])", lambda r: _ci(r, "step_time_s", 2, 1e3)),
+        ("step vs none", lambda r: _vs_none(r, "step_ratio")),
+        ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
+        ("KiB per step (vs none)", _bytes),
+        ("final loss (mean [95% CI])", lambda r: _ci(r, "final_train_loss", 4)),
+        ("final loss vs none", lambda r: _vs_none(r, "final_loss_ratio", 3)),
+        ("time to target s", _t2t), ("time to target vs none", lambda r: _vs_none(r, "ttt_ratio")),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ],
+    "model_size": [
+        ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
+        ("nodes×ranks", _topo), ("ok/planned", _runs), ("parameters", lambda r: number_text(r.get("num_params"), 0)),
+        ("peak memory GiB (mean [95% CI])", lambda r: _ci(r, "peak_mem_gib", 3)),
+        ("memory kind", lambda r: cell_text(r.get("mem_kind"))),
+        ("params per GB", lambda r: number_text(r.get("params_per_gb"), 0)),
+        ("weights / grads / optimizer KiB", lambda r: " / ".join(
+            number_text(r.get(f"{k}_bytes_median", math.nan) / 1024, 1) for k in ("weights", "grads", "optimizer"))),
+        ("samples/s per rank", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ],
+}
+
+
+def table_rows(name: str, t: pd.DataFrame | None) -> dict:
+    """{'headers': [...], 'rows': [[cell, ...], ...]} of one study's table for the template."""
+    cols = COLUMNS[name]
+    rows = []
+    if t is not None:
+        for rec in t.to_dict("records"):
+            row = []
+            for _, f in cols:
+                try:
+                    row.append(f(rec))
+                except (KeyError, TypeError, ValueError):
+                    row.append("–")
+            rows.append(row)
+    return {"headers": [h for h, _ in cols], "rows": rows}

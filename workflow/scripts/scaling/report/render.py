@@ -1,0 +1,94 @@
+"""The self-contained HTML report. It answers first: a summary box (what was measured on what, the
+recommended configuration, run counts, expectation verdicts), then every guideline once with its
+numbers as small tables, the expectations, the comparison with other studies (report.compare),
+and then the tables, inline figures (base64 PNG), law fits, the performance model (kept apart
+from the measurements), method and provenance. Jinja2 with autoescape; everything the page needs
+is inside the one file (no external URLs); wide tables scroll inside their own box."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from ..common.settings import Settings
+from ..model import linkcheck
+from ..tables.target import rule_text
+from . import operator
+from .cells import table_rows
+from .reference import PAPER_BASELINE
+from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
+                       guideline_groups, looks_context, model_sections, reference_notes, status_summary)
+from .summary import CARDS, measured_on, recommendations
+
+TEMPLATES = Path(__file__).resolve().parents[3] / "report" / "templates"
+SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],
+                   "weak": ["weak_throughput", "weak_efficiency"],
+                   "comm": ["comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time"],
+                   "model_size": ["model_size_memory", "model_size_throughput"],
+                   "ddp": ["ddp_time_to_target", "ddp_loss_curves"]}
+
+
+def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
+                  provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
+                  expectations: dict | None = None, compare: list[dict] | None = None,
+                  look: dict | None = None) -> dict:
+    reference = reference or {}
+    settings = Settings.from_config(config)
+    sections = {}
+    for name in SECTIONS:
+        t = tables.get(name)
+        sections[name] = {"table": table_rows(name, t), "figures": figure_entries(manifest, figures_dir,
+                                                                                   SECTION_FIGURES[name]),
+                          "num_guidelines": sum(g.get("topic") == name for g in guidelines)}
+    sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
+    sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
+    fits = tables.get("fits") or {}
+    by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
+    study = config.get("study", "study")
+    status = status_summary(tables.get("points"))
+    return {
+        "study": study,
+        "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "config_yaml": yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=100),
+        "thresholds": config.get("report", {}),
+        "status": status,
+        "cards": CARDS,
+        "provenance": provenance or {},
+        "sections": sections,
+        "guideline_groups": guideline_groups(guidelines),
+        "looks": looks_context(look, guidelines, config["repeats"], settings),
+        "summary": {"counts": {s: len(v) for s, v in by_status.items()},
+                    "measured_on": measured_on(tables.get("points"), provenance or {}),
+                    "recommendations": recommendations(tables.get("model"), guidelines)},
+        "expectations": expectations_context(expectations),
+        "compare": compare_context({"name": study, "folder": None, "tables": tables, "provenance": provenance or {}},
+                                   compare or []),
+        "fit_rows": fit_rows(fits),
+        "fit_method": fits.get("method") or {},
+        "models": model_sections(tables.get("model")),
+        "link_check": linkcheck.report_context(tables.get("model")),
+        "operator": operator.section(tables.get("strong"), tables.get("model")),
+        "model_method": (tables.get("model") or {}).get("method", ""),
+        "allreduce_source": (tables.get("model") or {}).get("allreduce_sweep", ""),
+        "corun_source": ((tables.get("model") or {}).get("corun") or {}).get("text", ""),
+        "target_rule": rule_text(settings),
+        "baseline_note": PAPER_BASELINE,
+        "reference_notes": reference_notes(tables, reference),
+        "reference_used": bool(reference),
+    }
+
+
+def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
+                  provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
+                  templates: str | Path = TEMPLATES, expectations: dict | None = None,
+                  compare: list[dict] | None = None, look: dict | None = None) -> str:
+    """The report's HTML as a string. `expectations` = expectations.json; `compare` = other studies
+    (compare.read_study), shown after this one; `look` = an adaptive study's last look file."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
+                        expectations, compare, look)
+    return env.get_template("report.html.j2").render(**ctx)

@@ -1,0 +1,246 @@
+"""The report's parts other than the tables, as what the template shows: figures inline, the runs'
+status, the seed-paper notes, the law fits, the performance model, the guidelines by topic, the
+comparison with other studies, the expectations and the looks."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pandas as pd
+
+from ..common.repeats import RepeatPlan
+from ..common.settings import Settings
+from ..common.stats import level_label
+from ..decide.expectations import RULE as EXPECT_RULE
+from ..decide.expectations import fmt as expect_fmt
+from ..decide.expectations import fmt_ci
+from ..decide.sequential import history_context
+from ..tables.fits import describe
+from . import compare as compare_studies
+from .cells import cell_text, ddp_where, number_text
+from .numbers import numbers_tables
+from .reference import comparable, overlay_note
+from .summary import status_counts
+
+SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
+TOPICS = (("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
+          ("comm", "Communication and placement"), ("model_size", "Memory"), ("ddp", "DDP settings"))
+
+
+def figure_entries(manifest: dict, folder: str | Path | None, names: list[str]) -> list[dict]:
+    """The figures of one section as {'title', 'caption', 'data_uri'} or {'title', 'missing'}."""
+    out = []
+    for name in names:
+        entry = manifest.get(name) or {"title": name.replace("_", " "), "missing": "figure not produced"}
+        if "file" in entry and folder is not None:
+            path = Path(folder) / entry["file"]
+            try:
+                data = base64.b64encode(path.read_bytes()).decode("ascii")
+                out.append({"title": entry["title"], "caption": entry.get("caption", ""),
+                            "data_uri": f"data:image/png;base64,{data}"})
+                continue
+            except OSError:
+                entry = {"title": entry["title"], "missing": f"figure file {entry['file']} not readable"}
+        out.append({"title": entry.get("title", name), "missing": entry.get("missing", "figure not produced")})
+    return out
+
+
+def status_summary(points: pd.DataFrame | None) -> dict:
+    """Counts by state (summary.status_counts) and the runs that did not succeed or ran contended."""
+    out = status_counts(points)
+    out.update(not_ok=[], contended=[])
+    if points is None or points.empty:
+        return out
+    st = points["status"].fillna("missing")
+    flags = points["contended"] if "contended" in points else pd.Series(False, index=points.index)
+    contended = points[[str(v).lower() == "true" for v in flags]]
+    out["not_ok"] = [{"point_id": r["point_id"], "status": r["status"], "reason": cell_text(r.get("reason"))}
+                     for r in points[st != "ok"].to_dict("records")]
+    out["contended"] = [{"point_id": r["point_id"], "status": r["status"], "contention": cell_text(r.get("contention"))}
+                        for r in contended.to_dict("records")]
+    return out
+
+
+def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
+    """One sentence per study: the comparison with the seed paper's figures where the study measured
+    the paper's workload, else why the overlay is off."""
+    notes = {}
+    if not reference:
+        return notes
+    checks = {name: comparable(name, tables.get(name)) for name in SECTIONS if name != "ddp"}  # not in the paper
+    for name, check in checks.items():
+        notes[name] = overlay_note(name, check)
+    s, rs = tables.get("strong"), reference.get("strong")
+    if checks["strong"]["comparable"] and rs is not None and s["efficiency"].notna().any():
+        top = s[s["ddp"].astype(bool)].dropna(subset=["efficiency"]).sort_values("world_size").iloc[-1]
+        p = int(top["world_size"])
+        same = rs[rs["gpus"] == p]
+        paper = (f"{same['efficiency_pct'].max():.1f}% at {p} GPUs" if len(same) else
+                 f"{rs.iloc[-1]['efficiency_pct']:.1f}% at {int(rs.iloc[-1]['gpus'])} GPUs")
+        notes["strong"] += (f" Measured strong-scaling efficiency at {p} ranks: {100 * top['efficiency']:.1f}% (vs the "
+                            f"DDP baseline); the seed paper reports {paper} (vs a non-DDP 1-GPU run).")
+    w, rw = tables.get("weak"), reference.get("weak")
+    if checks["weak"]["comparable"] and rw is not None and w["weak_efficiency"].notna().any():
+        top = w[w["ddp"].astype(bool)].dropna(subset=["weak_efficiency"]).sort_values("world_size").iloc[-1]
+        base = rw.loc[rw["gpus"].idxmin(), "samples_per_s_per_gpu"]
+        last = rw.sort_values("gpus").iloc[-1]
+        notes["weak"] += (f" Measured weak efficiency at {int(top['world_size'])} ranks: "
+                          f"{100 * top['weak_efficiency']:.1f}%; the seed paper's per-GPU throughput went from "
+                          f"{base:,.0f} to {last['samples_per_s_per_gpu']:,.0f} samples/s "
+                          f"({100 * last['samples_per_s_per_gpu'] / base:.1f}%) at {int(last['gpus'])} GPUs.")
+    rc = reference.get("comm")
+    if checks["comm"]["comparable"] and rc is not None and len(rc):
+        notes["comm"] += (" The seed paper's comm_overhead_pct ("
+                          + ", ".join(f"{r['case']}: {r['comm_overhead_pct']:.1f}%" for _, r in rc.iterrows())
+                          + ") times an extra unbucketed all-reduce every other batch; it is not the exposed "
+                            "communication of DDP measured here, so the two are not directly comparable.")
+    rm = reference.get("model_size")
+    if checks["model_size"]["comparable"] and rm is not None and len(rm):
+        notes["model_size"] += (" The seed paper's per-GPU throughput halved with each doubling of width ("
+                                + " → ".join(f"{v:,.0f}" for v in rm["samples_per_s_per_gpu"])
+                                + " samples/s for widths " + ", ".join(str(int(x)) for x in rm["hidden_width"])
+                                + "), pykan's cost rather than the hardware's; its peak memory was "
+                                + f"{rm['peak_mem_gb'].min():.2f}–{rm['peak_mem_gb'].max():.2f} GB.")
+    return notes
+
+
+def fit_rows(fits: dict) -> list[list[str]]:
+    """[experiment, model, placement, law, formula, world sizes, result] per law fit."""
+    rows = []
+    for experiment in ("strong", "weak"):
+        for model, by_cls in (fits.get(experiment) or {}).items():
+            for cls, laws in by_cls.items():
+                for law, f in laws.items():
+                    sizes = ", ".join(map(str, f.get("world_sizes", [])))
+                    result = describe(f)
+                    if f.get("status") == "fit":
+                        result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} repeats)"
+                        if f.get("ci_reason"):
+                            result += f"; {f['ci_reason']}"
+                        if f.get("peak_world_size_rel"):
+                            result += f"; USL peak at p ≈ {f['peak_world_size_rel']:.1f} × p_base"
+                    rows.append([experiment, model, cls, law, f.get("formula", ""), sizes, result])
+    return rows
+
+
+def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str:
+    if prm.get("at_bound"):
+        return f"{name} at its lower bound 0"
+    txt = f"{name} = {prm['value'] * scale:.3g}{unit}"
+    if prm.get("ci_lo") is not None:
+        txt += f" [{prm['ci_lo'] * scale:.3g}, {prm['ci_hi'] * scale:.3g}]"
+    return txt + (f" ({prm['note']})" if prm.get("note") else "")
+
+
+def _band_text(b: dict, fmt) -> str:
+    txt = fmt(b["value"])
+    return txt + (f" [{fmt(b['lo'])}, {fmt(b['hi'])}]" if b.get("lo") is not None else "")
+
+
+def model_sections(model_json: dict | None) -> list[dict]:
+    """Per model: its fitted terms, and per placement class the comm terms, validation and predictions."""
+    out = []
+    for model, m in sorted(((model_json or {}).get("models") or {}).items()):
+        sec = {"model": model, "reason": m.get("reason"), "compute": "", "placements": []}
+        if m.get("compute"):
+            names = {"c0_s": ("fixed per step", 1e3, " ms"), "per_sample_s": ("per sample", 1e6, " µs"),
+                     "per_sample_param_s": ("per sample and parameter", 1e9, " ns")}
+            sec["compute"] = ", ".join(_param_text(names[t][0], prm, *names[t][1:])
+                                       for t, prm in m["compute"]["params"].items())
+            if "c0_s" not in m["compute"]["terms"]:
+                sec["compute"] += " (one per-rank batch measured: the fixed part is not separable, compute ∝ batch assumed)"
+        for cls, e in (m.get("placements") or {}).items():
+            entry = {"placement": cls, "reason": e.get("reason"), "comm": "", "validation": "", "rows": [],
+                     "per_p": []}
+            if e.get("comm"):
+                c = e["comm"]
+                beta = c["beta_s_per_byte"]
+                bw = f"; 1/β = {1 / beta['value'] / 1e9:.3g} GB/s" if beta["value"] > 0 else ""
+                entry["comm"] = (", ".join([_param_text("α", c["alpha_s"], 1e6, " µs"),
+                                            _param_text("β", beta, 1e9, " ns/byte"),
+                                            _param_text("exposure", c["exposure"])]) + bw + f" (from {c['source']})")
+            v = e.get("validation") or {}
+            if v:
+                entry["validation"] = (f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = "
+                                       f"{', '.join(map(str, v['world_sizes_validated']))}" if v.get("loo_mape_pct")
+                                       is not None else f"not validated: {v.get('reason', '')}")
+                entry["per_p"] = [f"p = {x['world_size']}: " + (f"{x['error_pct']:+.1f}% (|error| {x['abs_error_pct']:.1f}%, "
+                                                                 f"{x['num_points']} point(s))" if "error_pct" in x
+                                                                 else x["reason"]) for x in v.get("per_world_size", [])]
+            for r in e.get("predictions") or []:
+                entry["rows"].append([
+                    str(r["world_size"]), number_text(r["batch_per_rank"], 1),
+                    _band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
+                    _band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
+                    _band_text(r["speedup"], lambda x: f"{x:.2f}"),
+                    _band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
+                    _band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
+                    "extrapolated" if r["extrapolated"] else "within measured"])
+            sec["placements"].append(entry)
+        out.append(sec)
+    return out
+
+
+def ddp_model_rows(model_json: dict | None) -> list[list[str]]:
+    """The performance model's step time per DDP setting (from its bytes) beside the measured one."""
+    rows = []
+    for model, entries in sorted(((model_json or {}).get("ddp_settings") or {}).items()):
+        for e in entries:
+            pred, err = e.get("predicted_step_time_s"), e.get("error_pct")
+            rows.append([model, ddp_where(e), e["ddp_setting"],
+                         "–" if e.get("bytes_factor") is None else f"{e['bytes_factor']:.3g}",
+                         cell_text(e.get("bytes_factor_source")), number_text(1e3 * e["measured_step_time_s"], 2),
+                         "–" if pred is None else number_text(1e3 * pred, 2), "–" if err is None else f"{err:+.0f}%",
+                         cell_text(e.get("reason"))])
+    return rows
+
+
+def guideline_groups(guidelines: list[dict]) -> list[dict]:
+    """The guidelines by topic, each once, with its numbers as tables."""
+    out = []
+    for topic, title in TOPICS:
+        items = [{**g, "tables": numbers_tables(g.get("numbers"))} for g in guidelines if g.get("topic") == topic]
+        if items:
+            out.append({"topic": topic, "title": title, "items": items})
+    return out
+
+
+def _cell_text(c: dict | None, unit: str) -> str:
+    return fmt_ci(c["value"], c.get("lo"), c.get("hi"), unit) if c else "–"
+
+
+def compare_context(current: dict, others: list[dict]) -> dict | None:
+    """Key figures of every study side by side with their differences, and each study's hardware."""
+    if not others:
+        return None
+    studies = compare_studies.unique_names([current] + list(others))
+    names = [s["name"] for s in studies]
+    rows = []
+    for r in compare_studies.key_figures(studies):
+        rows.append({"figure": r["figure"], "where": r["where"], "cells": [_cell_text(c, r["unit"]) for c in r["cells"]],
+                     "deltas": [d or {"text": "–", "apart": False, "note": ""} for d in r["deltas"]]})
+    return {"names": names, "rows": rows, "hardware": compare_studies.hardware_rows(studies)}
+
+
+def expectations_context(expectations: dict | None) -> dict | None:
+    if not expectations or not expectations.get("expectations"):
+        return None
+    items = []
+    for e in expectations["expectations"]:
+        rows = [{**r, "value_text": fmt_ci(r["value"], r.get("ci_lo"), r.get("ci_hi"), e["unit"])
+                 + (" (exact)" if r.get("exact") and r.get("value") is not None else "")} for r in e["rows"]]
+        bounds = " and ".join(f"{op} {expect_fmt(e[b], e['unit'])}" for b, op in (("min", "≥"), ("max", "≤"))
+                              if e.get(b) is not None)
+        items.append({**e, "rows": rows, "bounds": bounds})
+    return {"items": items, "counts": expectations.get("counts", {}), "rule": expectations.get("rule", EXPECT_RULE)}
+
+
+def looks_context(look: dict | None, guidelines: list[dict], repeats, settings: Settings) -> dict:
+    """The looks of an adaptive study (decide/sequential.py) and the deciding intervals' level;
+    `repeats`: the config's repeats."""
+    rp = RepeatPlan.from_config(repeats, settings.alpha)
+    ctx = history_context(look, guidelines, rp)
+    ctx["level_label"] = level_label(rp.level)
+    ctx["alpha_label"] = level_label(rp.alpha)
+    return ctx

@@ -1,0 +1,227 @@
+"""Point records -> tidy tables (every planned point appears, whatever its state).
+
+    measurements  one row per point x repeat: the point's parameters, then what its record measured
+    loss_curves   one row per loss-curve entry of every ok training record
+    allreduce     one row per buffer size of every ok allreduce record
+
+A point's state is its record's status (ok, failed, oom, timeout, cancelled, killed), `corrupt`
+(a record that kan.record rejects: empty, truncated, hand-written, another point's; the reason
+says why), `missing` (no record yet) or `running` (its Slurm job from an earlier run still runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from kan import record as records
+from kan.config import Point
+
+from ..common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, placement_class
+
+# every column measurements.csv has, in order; units are in the names
+COLUMNS = [
+    "point_id", "family", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
+    "spline_order", "nodes", "gpus_per_node", "world_size", "placement", "placement_class", "ddp",
+    "batch_per_rank", "global_batch", "samples", "epochs", "rep", "status", "reason", "backend", "device_type",
+    "launcher", "num_params", "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s",
+    "exposed_comm_s", "exposed_comm_pct", "flat_allreduce_s", "bucket_cap_mb", "num_buckets", "samples_per_s",
+    "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
+    "peak_mem_gib", "mem_kind", "baseline_rss_bytes", "weights_bytes", "grads_bytes", "optimizer_bytes",
+    "final_train_loss", "test_loss", "job_wall_s", "overhead_s", "replicas_identical", "num_hosts", "hostnames",
+    "threads_per_rank", "host_cpus", "link_mbit", "link_tcp_mbit", "link_rtt_us",
+    "ddp_setting", "comm_hook", "static_graph", "gradient_as_bucket_view", "nccl_algo", "bytes_per_step",
+    "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
+    "slurm_job_id", "attempt", "started", "finished_utc",
+]
+CURVE_COLUMNS = LOSS_CURVE_COLUMNS
+
+
+def model_label(point: dict) -> str:
+    if point["experiment"] == "allreduce":
+        return "all_reduce"
+    m = point["model"]
+    # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name
+    name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else m["impl"]
+    return f"{name} [{','.join(map(str, m['widths']))}]"
+
+
+def last_attempt(points_dir: Path, point_id: str) -> str | None:
+    """'last attempt cancelled: ...' from results/<study>/attempts/<id>/*/outcome.json, if any (a
+    cancelled job's record may have been removed by Snakemake; its attempt's outcome stays)."""
+    outcomes = sorted((points_dir.parent / "attempts" / point_id).glob("*/outcome.json"))
+    if not outcomes:
+        return None
+    try:
+        last = json.loads(outcomes[-1].read_text())
+    except (OSError, ValueError):
+        return None
+    return f"last attempt {last.get('status')}: {last.get('reason') or 'no reason'}"
+
+
+def read_state(path: str | Path, point_id: str) -> tuple[str, dict | None, str | None]:
+    """(state, record or None, reason): the record's status, or corrupt / missing."""
+    path = Path(path)
+    if not path.exists():
+        return "missing", None, last_attempt(path.parent, point_id) or "no record yet"
+    try:
+        rec = records.read(path, point_id)
+    except records.InvalidRecord as e:
+        return "corrupt", None, f"invalid record ({e}); the next run measures it again"
+    return rec["status"], rec, rec.get("reason")
+
+
+def read_record(path: str | Path) -> dict | None:
+    """A valid record, or None (for readers that only want good data, e.g. provenance)."""
+    try:
+        return records.read(path)
+    except records.InvalidRecord:
+        return None
+
+
+def read_job_wall(path: str | Path) -> float | None:
+    """Wall seconds of a job from Snakemake's benchmark TSV (column `s`)."""
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+        return float(rows[-1]["s"]) if rows else None
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _get(d: dict | None, *keys):
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = None,
+             job_wall_s: float | None = None) -> dict:
+    """One row: the planned point's parameters (Point.to_json()), then what its record measured."""
+    p, m, t = point["placement"], point.get("model") or {}, point.get("train") or {}
+    world = p["nodes"] * p["gpus_per_node"]
+    row = {c: None for c in COLUMNS}
+    widths = m.get("widths") or []
+    pt = Point.from_json(point)
+    row.update({
+        "point_id": point["id"], "family": pt.family, "study": point["study"],
+        # DDP's own settings in a few words ("none" = DDP's defaults); one configuration per setting
+        "ddp_setting": pt.train.ddp_label if pt.allreduce is None and pt.train.ddp else "",
+        "comm_hook": pt.train.comm_hook if pt.allreduce is None else None,
+        "static_graph": pt.train.static_graph if pt.allreduce is None else None,
+        "gradient_as_bucket_view": pt.train.gradient_as_bucket_view if pt.allreduce is None else None,
+        "nccl_algo": pt.train.nccl_algo if pt.allreduce is None else None,
+        "experiment": point["experiment"],
+        "impl": m.get("impl"), "basis": m.get("basis"), "model": model_label(point),
+        "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
+        "grid_size": m.get("grid_size"), "spline_order": m.get("spline_order"),
+        "nodes": p["nodes"], "gpus_per_node": p["gpus_per_node"], "world_size": world,
+        "placement": "inter" if p["nodes"] > 1 else "intra", "ddp": t.get("ddp", True),
+        "batch_per_rank": t.get("batch_per_rank"),
+        "global_batch": t["batch_per_rank"] * world if t else None,
+        "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
+        "threads_per_rank": p.get("threads_per_rank", 1), "link_mbit": p.get("link_mbit") or 0.0,
+        "status": state, "reason": reason, "job_wall_s": job_wall_s,
+    })
+    rec = record or {}
+    prov = rec.get("provenance") or {}
+    ranks = rec.get("ranks") or []
+    isolation = _get(rec, "launch", "isolation") or {}
+    on_slurm = bool(_get(prov, "slurm", "slurm_job_id"))
+    row["placement_class"] = placement_class(p["nodes"], world, rec.get("num_hosts"), on_slurm=on_slurm,
+                                             link_mbit=row["link_mbit"])
+    if record is None:
+        return row
+    row.update({
+        "backend": rec.get("backend"), "device_type": rec.get("device_type"), "launcher": rec.get("launcher"),
+        "num_params": _get(rec, "model", "num_params"),
+        "step_time_s": _get(rec, "timing", "step_time_s"),
+        "step_time_p10_s": _get(rec, "timing", "step_s", "p10"),
+        "step_time_p90_s": _get(rec, "timing", "step_s", "p90"),
+        "nosync_step_time_s": _get(rec, "timing", "nosync_step_time_s"),
+        "exposed_comm_s": _get(rec, "comm", "exposed_s"),
+        "exposed_comm_pct": _get(rec, "comm", "exposed_pct"),
+        "flat_allreduce_s": _get(rec, "timing", "flat_allreduce_s", "median"),
+        "bucket_cap_mb": _get(rec, "comm", "bucket_cap_mb"),
+        "bytes_per_step": _get(rec, "comm", "bytes_per_step"),
+        "num_buckets": _get(rec, "comm", "num_buckets"),
+        "samples_per_s": _get(rec, "throughput", "samples_per_s"),
+        "samples_per_s_per_rank": _get(rec, "throughput", "samples_per_s_per_rank"),
+        "samples_per_s_wall": _get(rec, "throughput", "samples_per_s_wall"),
+        "train_time_s": _get(rec, "timing", "train_time_s"),
+        "epoch_time_s": _get(rec, "timing", "epoch_time_s"),
+        "peak_mem_bytes": _get(rec, "memory", "peak_bytes"),
+        "peak_mem_gib": _get(rec, "memory", "peak_gib"),
+        "mem_kind": _get(rec, "memory", "kind"),
+        "baseline_rss_bytes": _get(rec, "memory", "baseline_rss_bytes"),
+        "weights_bytes": _get(rec, "memory", "weights_bytes"),
+        "grads_bytes": _get(rec, "memory", "grads_bytes"),
+        "optimizer_bytes": _get(rec, "memory", "optimizer_bytes"),
+        "final_train_loss": _get(rec, "loss", "final_train"),
+        "test_loss": _get(rec, "loss", "test"),
+        "replicas_identical": rec.get("replicas_identical"),
+        "num_hosts": rec.get("num_hosts"),
+        "hostnames": ",".join(sorted({r.get("hostname", "?") for r in ranks})) or None,
+        "device_name": ",".join(sorted({str(r.get("device_name")) for r in ranks})) or None,
+        # the cores a local point's ranks shared (Slurm records leave it out: the allocation says)
+        "host_cpus": isolation.get("cpu_count"),
+        "contended": isolation.get("contended"),
+        "contention": "; ".join(isolation.get("reasons") or []) or None,
+        "exclusive": isolation.get("exclusive"),
+        "git_sha": prov.get("git_sha"), "git_dirty": prov.get("git_dirty"), "torch_version": prov.get("torch"),
+        "slurm_job_id": _get(prov, "slurm", "slurm_job_id"), "attempt": _get(rec, "launch", "attempt"),
+        # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
+        "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
+        "finished_utc": rec.get("finished_utc"),
+        # the emulated link as the launcher's TCP probe saw it just before the point (launch/netemu.py)
+        "link_tcp_mbit": _get(rec, "network", "measured", "tcp_rate_mbit"),
+        "link_rtt_us": _get(rec, "network", "measured", "rtt_us"),
+    })
+    if job_wall_s is not None and row["train_time_s"] is not None:
+        row["overhead_s"] = job_wall_s - row["train_time_s"]
+    return row
+
+
+def collect(points: list[dict], record_paths: dict[str, str], running: dict[str, str] | None = None,
+            job_walls: dict[str, float | None] | None = None, points_dir: Path | None = None) -> dict[str, pd.DataFrame]:
+    """The three tidy tables. `points`: every planned Point.to_json(); `record_paths`: id -> record file
+    (a point without a path, or whose file is absent, is missing); `running`: id -> what runs it (a Slurm
+    job, a live local attempt); `points_dir`: results/<study>/points, where a missing point's last
+    attempt is looked up."""
+    running, job_walls = running or {}, job_walls or {}
+    rows, curves, sweeps = [], [], []
+    for point in points:
+        pid = point["id"]
+        if pid in running:
+            state, rec, reason = "running", None, f"still running: {running[pid]}"
+        elif pid in record_paths:
+            state, rec, reason = read_state(record_paths[pid], pid)
+        elif points_dir is not None:
+            state, rec, reason = read_state(points_dir / f"{pid}.json", pid)
+        else:
+            state, rec, reason = "missing", None, "no record yet"
+        row = tidy_row(point, state, rec, reason, job_walls.get(pid))
+        rows.append(row)
+        if state != "ok":
+            continue
+        keys = {c: row[c] for c in ("experiment", "model", "world_size", "nodes", "gpus_per_node",
+                                    "placement_class", "ddp", "rep", "ddp_setting", "link_mbit")}
+        for entry in _get(rec, "loss", "curve") or []:
+            curves.append({"point_id": pid, **keys, **{k: entry.get(k) for k in
+                                                       ("step", "samples_seen", "elapsed_s", "train_loss")}})
+        for size in _get(rec, "allreduce", "sizes") or []:
+            sweeps.append({"point_id": pid, **{c: row[c] for c in ("nodes", "gpus_per_node", "world_size",
+                                                                  "placement_class", "link_mbit", "rep",
+                                                                  "backend", "device_type", "num_hosts",
+                                                                  "threads_per_rank", "host_cpus")},
+                           **{k: size.get(k) for k in ("size_bytes", "time_s", "time_p10_s", "time_p90_s",
+                                                        "algbw_gbps", "busbw_gbps")},
+                           "corun_slowdown": _get(rec, "corun", "slowdown"), "status": state})
+    return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
+            "loss_curves": pd.DataFrame(curves, columns=CURVE_COLUMNS),
+            "allreduce": pd.DataFrame(sweeps, columns=ALLREDUCE_COLUMNS)}
