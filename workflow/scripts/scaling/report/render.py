@@ -47,13 +47,13 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
     fits = tables.get("fits") or {}
     by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
-    study = config.get("study", "study")
+    study = config["study"]
     status = status_summary(tables.get("points"))
     return {
         "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "config_yaml": yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=100),
-        "thresholds": config.get("report", {}),
+        "thresholds": config["report"],
         "status": status,
         "cards": CARDS,
         "provenance": provenance or {},
