@@ -25,6 +25,15 @@ def known(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
+def as_number(v) -> float | None:
+    """v as a float; None when it is no number or NaN (a CSV cell, a JSON null, a missing key)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
 def t975(df: int) -> float:
     """The 97.5% quantile of Student's t with `df` degrees of freedom (conservative between rows)."""
     if df < 1:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..common.columns import PLACEMENTS, model_family
-from ..common.stats import known
+from ..common.stats import as_number, known
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
 STATUSES = (PASS, FAIL, INCONCLUSIVE, NOT_MEASURED)
@@ -297,8 +297,8 @@ def evaluate(expect: list, tables: dict) -> dict:
                     lo = hi = value
                 status = verdict(value, lo, hi, e.get("min"), e.get("max"))
                 reason = "one ok repeat: no confidence interval" if not (known(lo) and known(hi)) else ""
-            checked.append({"where": r["where"], "value": _num(value), "ci_lo": None if r["exact"] else _num(lo),
-                            "ci_hi": None if r["exact"] else _num(hi), "exact": bool(r["exact"]), "status": status,
+            checked.append({"where": r["where"], "value": as_number(value), "ci_lo": None if r["exact"] else as_number(lo),
+                            "ci_hi": None if r["exact"] else as_number(hi), "exact": bool(r["exact"]), "status": status,
                             "reason": reason})
         if checked:
             status = min((c["status"] for c in checked), key=WORST_FIRST.index)
@@ -311,7 +311,3 @@ def evaluate(expect: list, tables: dict) -> dict:
                         "status": status, "reason": reason, "rows": checked})
     counts = {s: sum(r["status"] == s for r in results) for s in STATUSES}
     return {"expectations": results, "counts": counts, "rule": RULE}
-
-
-def _num(v):
-    return float(v) if known(v) else None

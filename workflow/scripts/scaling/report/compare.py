@@ -17,13 +17,13 @@ intervals are reported as such, not as "equal".
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from ..common.columns import model_family
 from ..common.io import read_csv
+from ..common.stats import as_number
 from .reference import widths_of
 
 REQUIRED = ("points.csv", "strong.csv", "weak.csv", "comm.csv", "model_size.csv", "model.json", "provenance.json")
@@ -135,15 +135,7 @@ def _cell(r, col: str, ci: str | None) -> dict:
     lo = r.get(f"{ci}_ci_lo") if ci else None
     hi = r.get(f"{ci}_ci_hi") if ci else None
     exact = col in RATIOS and str(r.get("is_baseline", "")).lower() == "true"
-    return {"value": _f(v), "lo": None if exact else _f(lo), "hi": None if exact else _f(hi)}
-
-
-def _f(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
+    return {"value": as_number(v), "lo": None if exact else as_number(lo), "hi": None if exact else as_number(hi)}
 
 
 def _by_key(studies, keys, name: str, index: list[str]) -> list[dict]:
@@ -195,7 +187,7 @@ def key_figures(studies: list[dict]) -> list[dict]:
         per = _by_key(studies, keys, table, place)
         common = set.intersection(*(set(p) for p in per)) if per else set()
         for model in sorted({k[0] for k in common}):
-            at = [k for k in common if k[0] == model and all(_f(p[k].get(col)) is not None for p in per)]
+            at = [k for k in common if k[0] == model and all(as_number(p[k].get(col)) is not None for p in per)]
             if not at:
                 continue
             k = max(at, key=lambda k: (k[1] * k[2], -k[1]))
@@ -212,7 +204,7 @@ def _model_errors(studies, keys) -> list[dict]:
         for model, m in ((s["tables"].get("model") or {}).get("models") or {}).items():
             for cls, e in (m.get("placements") or {}).items():
                 mape = (e.get("validation") or {}).get("loo_mape_pct")
-                got[(keys.get((i, model), model), cls)] = {"value": _f(mape), "lo": None, "hi": None}
+                got[(keys.get((i, model), model), cls)] = {"value": as_number(mape), "lo": None, "hi": None}
         per.append(got)
     common = set.intersection(*(set(p) for p in per)) if per else set()
     return [_row("model: held-out error (LOO MAPE)", f"{k[0]} {k[1]}", "%", [p[k] for p in per])

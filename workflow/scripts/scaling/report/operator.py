@@ -22,19 +22,10 @@ or the largest whose CI lies below 1 ("does not pay off at or below"); inconclus
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from ..common.columns import INTRA, SIMULATED, model_family
-
-
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
+from ..common.stats import as_number
 
 
 def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
@@ -46,8 +37,8 @@ def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
     t = strong[[str(d) != "False" for d in strong.get("ddp", [True] * len(strong))]]
     rows = []
     for _, r in t.iterrows():
-        step, nosync = _num(r.get("step_time_s_mean")), _num(r.get("nosync_step_time_s_mean"))
-        exposed = _num(r.get("exposed_comm_s_mean"))
+        step, nosync = as_number(r.get("step_time_s_mean")), as_number(r.get("nosync_step_time_s_mean"))
+        exposed = as_number(r.get("exposed_comm_s_mean"))
         world = int(r["world_size"])
         compute = 100 * nosync / step if step and nosync is not None else None
         exposed_pct = 100 * exposed / step if step and exposed is not None else None
@@ -60,8 +51,8 @@ def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
             "placement_class": r.get("placement_class"), "batch_per_rank": int(r["batch_per_rank"]),
             "step_ms": step * 1e3 if step else None,
             "compute_share_pct": compute, "exposed_share_pct": exposed_pct,
-            "samples_per_s": _num(r.get("samples_per_s_mean")), "efficiency": _num(r.get("efficiency")),
-            "efficiency_ci_lo": _num(r.get("efficiency_ci_lo")), "efficiency_ci_hi": _num(r.get("efficiency_ci_hi")),
+            "samples_per_s": as_number(r.get("samples_per_s_mean")), "efficiency": as_number(r.get("efficiency")),
+            "efficiency_ci_lo": as_number(r.get("efficiency_ci_lo")), "efficiency_ci_hi": as_number(r.get("efficiency_ci_hi")),
         })
     return pd.DataFrame(rows, columns=cols).sort_values(["world_size", "placement_class", "family"])
 
@@ -69,7 +60,7 @@ def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
 def _resolved(prm: dict | None) -> bool:
     """A fitted term that the data determine: not at its bound, its CI above 0."""
     prm = prm or {}
-    lo = _num(prm.get("ci_lo"))
+    lo = as_number(prm.get("ci_lo"))
     return not prm.get("at_bound") and (lo is None or lo > 0)
 
 
@@ -79,24 +70,24 @@ def _model_crossover(entry: dict) -> dict | str:
     intra = (entry.get("placements") or {}).get(INTRA) or {}
     comm = intra.get("comm") or {}
     validation = intra.get("validation") or {}
-    if _num(validation.get("loo_mape_pct")) is None:
+    if as_number(validation.get("loo_mape_pct")) is None:
         return "the intra-node model is not validated"
     per_sample_terms = [params.get(k) for k in ("per_sample_s", "per_sample_param_s") if params.get(k)]
     if not any(_resolved(t) for t in per_sample_terms):
         return "the model's per-sample compute cost is not resolved (at its bound 0, or its CI reaches 0)"
-    k_b = _num((params.get("per_sample_s") or {}).get("value")) or 0.0
-    k_bp = _num((params.get("per_sample_param_s") or {}).get("value")) or 0.0
-    n_params = _num(entry.get("num_params"))
-    n_bytes = _num(entry.get("grads_bytes"))
-    alpha = _num((comm.get("alpha_s") or {}).get("value"))
-    beta = _num((comm.get("beta_s_per_byte") or {}).get("value"))
-    exposure = _num((comm.get("exposure") or {}).get("value"))
+    k_b = as_number((params.get("per_sample_s") or {}).get("value")) or 0.0
+    k_bp = as_number((params.get("per_sample_param_s") or {}).get("value")) or 0.0
+    n_params = as_number(entry.get("num_params"))
+    n_bytes = as_number(entry.get("grads_bytes"))
+    alpha = as_number((comm.get("alpha_s") or {}).get("value"))
+    beta = as_number((comm.get("beta_s_per_byte") or {}).get("value"))
+    exposure = as_number((comm.get("exposure") or {}).get("value"))
     if None in (n_params, n_bytes, alpha, beta) or exposure is None:
         return "the model has no intra-node communication term"
     per_sample = k_b + k_bp * n_params
     exposed2 = exposure * (2 * alpha + n_bytes * beta)  # ring(2, n) = 2 alpha + 2 (1/2) n beta
     return {"per_rank_batch": exposed2 / per_sample, "exposed_2_ms": exposed2 * 1e3,
-            "per_sample_us": per_sample * 1e6, "loo_mape_pct": _num(validation.get("loo_mape_pct")),
+            "per_sample_us": per_sample * 1e6, "loo_mape_pct": as_number(validation.get("loo_mape_pct")),
             "source": "model"}
 
 
@@ -105,7 +96,7 @@ def _measured_crossover(rows: pd.DataFrame, strong: pd.DataFrame) -> dict:
     t = strong[(strong["world_size"] == 2) & (strong["placement_class"] == INTRA)]
     above, below = [], []
     for _, r in t.iterrows():
-        lo, hi = _num(r.get("speedup_ci_lo")), _num(r.get("speedup_ci_hi"))
+        lo, hi = as_number(r.get("speedup_ci_lo")), as_number(r.get("speedup_ci_hi"))
         b = int(r["batch_per_rank"])
         if lo is not None and lo > 1:
             above.append(b)
