@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from scaling.common.columns import clean
-from scaling.tables.fits import AMDAHL, GUSTAFSON, USL, describe, fit_curve, fits, not_enough
+from scaling.tables.fits import AMDAHL, GUSTAFSON, USL, fit_curve, fit_text, fits, not_enough
 from scaling_data import frame, row
 
 
@@ -39,7 +39,7 @@ def test_two_world_sizes_are_not_enough():
     f = fit_curve(USL, {1: np.array([1000.0, 1010.0]), 2: np.array([1800.0, 1790.0])}, num_boot=10)
     assert f["status"] == "not_enough_data"
     assert f["reason"] == "not enough world sizes to fit (have 2, need 3)" == not_enough(2)
-    assert describe(f) == f["reason"] and "params" not in f
+    assert fit_text(f) == f["reason"] and "params" not in f
 
 
 def test_parameters_at_their_bounds_are_reported_as_such():
@@ -47,7 +47,7 @@ def test_parameters_at_their_bounds_are_reported_as_such():
     f = fit_curve(USL, curve(lambda p: float(p), noise=0.0), num_boot=10)
     assert f["params"]["sigma"]["at_bound"] == "σ at its lower bound 0"
     assert f["params"]["kappa"]["at_bound"] == "κ at its lower bound 0"
-    assert describe(f) == "σ at its lower bound 0, κ at its lower bound 0"
+    assert fit_text(f) == "σ at its lower bound 0, κ at its lower bound 0"
     # super-linear speedup pushes Amdahl's f below 0: it stops at the bound, never prints f < 0
     sup = fit_curve(AMDAHL, curve(lambda p: 1.2 * p if p > 1 else 1.0, noise=0.0), num_boot=10)
     assert sup["params"]["f"]["value"] >= 0 and sup["params"]["f"]["at_bound"] == "f at its lower bound 0"

@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+# every bootstrap (the law fits, the performance model) draws from this seed: the same data give the
+# same interval
+BOOTSTRAP_SEED = 0
 # t_{0.975, df}: the half-width of a two-sided 95% interval is t * s / sqrt(n), df = n - 1
 T975 = {
     1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,

@@ -69,14 +69,12 @@ import numpy as np
 import pandas as pd
 
 from ..common.settings import Settings
+from ..common.stats import BOOTSTRAP_SEED
 from .ddp import ddp_predictions
 from .fit import fit_all, resample, training_rows
 from .linkcheck import cross_link, link_check
 from .predict import one_model
 from .terms import corun_summary
-
-SEED = 0
-
 
 def fit_performance_model(df: pd.DataFrame, allreduce: pd.DataFrame, settings: Settings) -> dict:
     """model.json: per model (of the strong experiment) and link class the fitted parameters with
@@ -85,7 +83,7 @@ def fit_performance_model(df: pd.DataFrame, allreduce: pd.DataFrame, settings: S
     num_boot = settings.bootstrap_samples
     train = training_rows(df)
     sweep = allreduce[allreduce["world_size"] > 1] if len(allreduce) else allreduce
-    out = {"method": __doc__.strip().split("\n\n")[0], "bootstrap": {"samples": num_boot, "seed": SEED},
+    out = {"method": __doc__.strip().split("\n\n")[0], "bootstrap": {"samples": num_boot, "seed": BOOTSTRAP_SEED},
            "allreduce_sweep": ("rows per link class: " + ", ".join(f"{c} {n}" for c, n in
                                                                  sweep["placement_class"].value_counts().items())
                                if len(sweep) else "absent or empty: alpha, beta from the training points' exposed comm"),
@@ -100,7 +98,7 @@ def fit_performance_model(df: pd.DataFrame, allreduce: pd.DataFrame, settings: S
     out["corun"] = corun_summary(point["corun"])
     # the ddp experiment's settings, predicted from their bytes per step and checked against them
     out["ddp_settings"] = ddp_predictions(training_rows(df, defaults_only=False), point)
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
     draws = [fit_all(*resample(train, sweep, rng)) for _ in range(num_boot)]
     for model in sorted(train["model"].unique()):
         out["models"][model] = one_model(df, train, sweep, model, point, draws, settings.predict_max_factor,

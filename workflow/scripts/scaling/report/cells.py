@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..common.columns import DEFAULT_DDP_SETTING
 from ..common.stats import known
+from ..tables.experiments import BASELINE_RATIOS
 
 
 def number_text(v, nd=1):
@@ -53,8 +54,6 @@ def _runs(r):
     return txt
 
 
-# ratios against the DDP baseline: exactly 1 at the baseline itself
-BASELINE_RATIOS = ("speedup", "efficiency", "weak_efficiency", "scaled_speedup", "time_to_target_speedup")
 
 
 def _ratio(r, col, nd=2, pct=False):
@@ -115,7 +114,7 @@ def _bytes(r):
 
 
 # per study: (header, function of the row) -- units in the headers
-COLUMNS = {
+TABLE_COLUMNS = {
     "strong": [
         ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
         ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
@@ -187,7 +186,7 @@ COLUMNS = {
 
 def table_rows(name: str, t: pd.DataFrame | None) -> dict:
     """{'headers': [...], 'rows': [[cell, ...], ...]} of one study's table for the template."""
-    cols = COLUMNS[name]
+    cols = TABLE_COLUMNS[name]
     rows = []
     if t is not None:
         for rec in t.to_dict("records"):

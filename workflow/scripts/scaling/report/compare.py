@@ -24,6 +24,7 @@ import pandas as pd
 from ..common.columns import model_family
 from ..common.io import read_csv
 from ..common.stats import as_number
+from ..tables.experiments import BASELINE_RATIOS
 from .reference import widths_of
 
 REQUIRED = ("points.csv", "strong.csv", "weak.csv", "comm.csv", "model_size.csv", "model.json", "provenance.json")
@@ -126,15 +127,11 @@ def _ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
     return t[t["ddp"].astype(str).str.lower().isin(("true", "1"))] if "ddp" in t else t
 
 
-# ratios to the DDP baseline: exactly 1 at the baseline itself, without an interval
-RATIOS = ("efficiency", "weak_efficiency")
-
-
 def _cell(r, col: str, ci: str | None) -> dict:
     v = r.get(col)
     lo = r.get(f"{ci}_ci_lo") if ci else None
     hi = r.get(f"{ci}_ci_hi") if ci else None
-    exact = col in RATIOS and str(r.get("is_baseline", "")).lower() == "true"
+    exact = col in BASELINE_RATIOS and str(r.get("is_baseline", "")).lower() == "true"
     return {"value": as_number(v), "lo": None if exact else as_number(lo), "hi": None if exact else as_number(hi)}
 
 
@@ -154,7 +151,7 @@ def _by_key(studies, keys, name: str, index: list[str]) -> list[dict]:
 
 
 # metric: (table, value column, CI stem, unit, label); unit "fraction" is shown as %
-FIGURES = {
+KEY_FIGURES = {
     "strong_samples_per_s": ("strong", "samples_per_s_mean", "samples_per_s", "samples/s", "strong: samples/s"),
     "strong_efficiency": ("strong", "efficiency", "efficiency", "fraction", "strong: efficiency"),
     "weak_efficiency": ("weak", "weak_efficiency", "weak_efficiency", "fraction", "weak: efficiency"),
@@ -174,7 +171,7 @@ def key_figures(studies: list[dict]) -> list[dict]:
     # throughput, exposed comm, inter-node loss: at every placement all studies measured
     for fig, index in (("strong_samples_per_s", place), ("exposed_comm_pct", place),
                        ("inter_node_loss_pct", place), ("peak_mem_gib", ["hidden_width"])):
-        table, col, ci, unit, label = FIGURES[fig]
+        table, col, ci, unit, label = KEY_FIGURES[fig]
         per = _by_key(studies, keys, table, index)
         for k in sorted(set.intersection(*(set(p) for p in per)) if per else set()):
             cells = [_cell(p[k], col, ci) for p in per]
@@ -183,7 +180,7 @@ def key_figures(studies: list[dict]) -> list[dict]:
                 rows.append(_row(label, where, unit, cells))
     # efficiencies: at the largest world size all studies measured (its best placement there)
     for fig in ("strong_efficiency", "weak_efficiency"):
-        table, col, ci, unit, label = FIGURES[fig]
+        table, col, ci, unit, label = KEY_FIGURES[fig]
         per = _by_key(studies, keys, table, place)
         common = set.intersection(*(set(p) for p in per)) if per else set()
         for model in sorted({k[0] for k in common}):

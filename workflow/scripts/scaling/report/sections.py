@@ -16,12 +16,12 @@ from ..decide.expectations import RULE as EXPECT_RULE
 from ..decide.expectations import fmt as expect_fmt
 from ..decide.expectations import fmt_ci
 from ..decide.sequential import history_context
-from ..tables.fits import describe
+from ..tables.fits import fit_text
 from . import compare as compare_studies
 from .cells import cell_text, ddp_where, number_text
 from .numbers import numbers_tables
 from .reference import comparable, overlay_note
-from .summary import status_counts
+from .summary import band_text, status_counts
 
 SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
 TOPICS = (("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
@@ -113,7 +113,7 @@ def fit_rows(fits: dict) -> list[list[str]]:
             for cls, laws in by_cls.items():
                 for law, f in laws.items():
                     sizes = ", ".join(map(str, f.get("world_sizes", [])))
-                    result = describe(f)
+                    result = fit_text(f)
                     if f.get("status") == "fit":
                         result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} repeats)"
                         if f.get("ci_reason"):
@@ -131,11 +131,6 @@ def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str
     if prm.get("ci_lo") is not None:
         txt += f" [{prm['ci_lo'] * scale:.3g}, {prm['ci_hi'] * scale:.3g}]"
     return txt + (f" ({prm['note']})" if prm.get("note") else "")
-
-
-def _band_text(b: dict, fmt) -> str:
-    txt = fmt(b["value"])
-    return txt + (f" [{fmt(b['lo'])}, {fmt(b['hi'])}]" if b.get("lo") is not None else "")
 
 
 def model_sections(model_json: dict | None) -> list[dict]:
@@ -171,11 +166,11 @@ def model_sections(model_json: dict | None) -> list[dict]:
             for r in e.get("predictions") or []:
                 entry["rows"].append([
                     str(r["world_size"]), number_text(r["batch_per_rank"], 1),
-                    _band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
-                    _band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
-                    _band_text(r["speedup"], lambda x: f"{x:.2f}"),
-                    _band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
-                    _band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
+                    band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
+                    band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
+                    band_text(r["speedup"], lambda x: f"{x:.2f}"),
+                    band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
+                    band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
                     "extrapolated" if r["extrapolated"] else "within measured"])
             sec["placements"].append(entry)
         out.append(sec)

@@ -39,7 +39,7 @@ def lines(t: pd.DataFrame, x: str):
             yield model, cls, (pd.concat([base, rows]).sort_values(x) if cls != SINGLE else rows)
 
 
-def series(ax, st: kit.Styles, study: int, t: pd.DataFrame, x: str, y: str, lo: str | None, hi: str | None,
+def errorbar_lines(ax, st: kit.Styles, study: int, t: pd.DataFrame, x: str, y: str, lo: str | None, hi: str | None,
             scale: float = 1.0) -> tuple[list, list]:
     """Errorbar lines of one study; returns (x values, interval tops) for the frame."""
     xs, tops = [], []
@@ -59,7 +59,7 @@ def measured(ax, st: kit.Styles, have, y: str, ci: str, scale: float = 1.0) -> t
     xs, tops, vals = [], [], []
     for i, t in have:
         t = t.dropna(subset=[y])
-        x, top = series(ax, st, i, t, "world_size", y, f"{ci}_ci_lo", f"{ci}_ci_hi", scale)
+        x, top = errorbar_lines(ax, st, i, t, "world_size", y, f"{ci}_ci_lo", f"{ci}_ci_hi", scale)
         xs, tops, vals = xs + x, tops + top, vals + list(scale * t[y])
     return xs, tops, vals
 

@@ -74,7 +74,8 @@ def measured_on(points: pd.DataFrame | None, provenance: dict) -> list[tuple[str
     ]
 
 
-def _band(b: dict | None, f) -> str:
+def band_text(b: dict | None, f) -> str:
+    """A prediction band as text: 'value [lo, hi]' in the units of `f`, the band only when known."""
     if not b or b.get("value") is None or (isinstance(b["value"], float) and math.isnan(b["value"])):
         return "–"
     return f(b["value"]) + (f" [{f(b['lo'])}, {f(b['hi'])}]" if b.get("lo") is not None else "")
@@ -85,7 +86,7 @@ def _choice(what: str, c: dict | None) -> list[str]:
         return [what, "none qualifies", "–", "–", "–", "–"]
     return [what, f"{c['world_size']} rank(s), {c['placement_class']}" + (" (extrapolated)" if c.get("extrapolated")
                                                                             else ""),
-            _band(c.get("time_s"), duration_text), f"{c['gpu_hours']:.3g}", _band(c.get("efficiency"), lambda x: f"{x:.0%}"),
+            band_text(c.get("time_s"), duration_text), f"{c['gpu_hours']:.3g}", band_text(c.get("efficiency"), lambda x: f"{x:.0%}"),
             c.get("validation", "–")]
 
 

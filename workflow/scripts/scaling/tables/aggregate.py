@@ -10,7 +10,7 @@ import re
 
 import pandas as pd
 
-from ..common.stats import summarize
+from ..common.stats import ratio_ci, summarize
 
 # a configuration = the repeats of one point; these columns identify it
 # link_mbit: the emulated link's rate (0 = none): one configuration per rate
@@ -112,3 +112,16 @@ def reached_times(ok: pd.DataFrame) -> tuple[pd.Series | None, str]:
     if missed:
         return None, not_reached_note(missed, len(have))
     return have["time_to_target_s"], ""
+
+
+def ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0, level: float | None = None) -> None:
+    """name and its 95% CI (name_ci_lo/hi); for a ratio a guideline decides on, also its deciding
+    interval at `level` (name_dlo/dhi)."""
+    r = ratio_ci(num, den)
+    t.at[i, name] = r["ratio"] * scale
+    t.at[i, f"{name}_ci_lo"] = r["ci_lo"] * scale
+    t.at[i, f"{name}_ci_hi"] = r["ci_hi"] * scale
+    if level is not None:
+        d = ratio_ci(num, den, level)
+        t.at[i, f"{name}_dlo"] = d["ci_lo"] * scale
+        t.at[i, f"{name}_dhi"] = d["ci_hi"] * scale

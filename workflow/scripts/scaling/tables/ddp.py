@@ -21,24 +21,16 @@ import math
 import pandas as pd
 
 from ..common.columns import DEFAULT_DDP_SETTING
-from ..common.stats import ratio_ci, summarize
-from .aggregate import aggregate, ok_repeats, reached_times
+from ..common.stats import summarize
+from .aggregate import aggregate, ok_repeats, ratio_columns, reached_times
 
 # the baseline of a setting: the `none` configuration at the same model, placement and link
 SAME_PLACE = ["model", "nodes", "gpus_per_node", "link_mbit"]
-METRICS = ["samples_per_s", "step_time_s", "nosync_step_time_s", "exposed_comm_pct", "exposed_comm_s",
-           "bytes_per_step", "final_train_loss", "test_loss", "time_to_target_s"]
-RATIOS = ("step_ratio", "final_loss_ratio", "ttt_ratio")
+SETTING_METRICS = ["samples_per_s", "step_time_s", "nosync_step_time_s", "exposed_comm_pct", "exposed_comm_s",
+                   "bytes_per_step", "final_train_loss", "test_loss", "time_to_target_s"]
+SETTING_RATIOS = ("step_ratio", "final_loss_ratio", "ttt_ratio")
 # the guideline decides on these two ratios
 DECIDED_RATIOS = ("final_loss_ratio", "ttt_ratio")
-
-
-def _ratio(t: pd.DataFrame, i, name: str, num: pd.Series, den: pd.Series, level: float) -> None:
-    r, d = ratio_ci(num, den), ratio_ci(num, den, level)
-    t.at[i, name] = r["ratio"]
-    t.at[i, f"{name}_ci_lo"], t.at[i, f"{name}_ci_hi"] = r["ci_lo"], r["ci_hi"]
-    if name in DECIDED_RATIOS:
-        t.at[i, f"{name}_dlo"], t.at[i, f"{name}_dhi"] = d["ci_lo"], d["ci_hi"]
 
 
 def hook_of(label: str) -> str:
@@ -60,12 +52,12 @@ def ddp_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
     """One row per DDP setting x placement of the ddp experiment (`df`: per-repeat rows with the
     target columns of target.per_repeat). Empty (with its columns) when the experiment did not run."""
     sub = df[df["experiment"] == "ddp"]
-    t = aggregate(sub, METRICS, level)
+    t = aggregate(sub, SETTING_METRICS, level)
     t["comm_hook"] = [hook_of(s) for s in t["ddp_setting"]]
     t["is_baseline"] = t["ddp_setting"] == DEFAULT_DDP_SETTING
     t["target_loss"] = math.nan
     t["time_to_target_note"] = ""
-    for name in RATIOS:
+    for name in SETTING_RATIOS:
         for sfx in ("", "_ci_lo", "_ci_hi") + (("_dlo", "_dhi") if name in DECIDED_RATIOS else ()):
             t[name + sfx] = math.nan
     t["bytes_ratio"] = math.nan
@@ -84,11 +76,11 @@ def ddp_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
         t.at[i, "baseline_n_ok"] = len(base)
         if base.empty or r["ddp_setting"] == DEFAULT_DDP_SETTING:
             continue  # the baseline against itself is 1 by definition: no interval to show
-        _ratio(t, i, "step_ratio", ok["step_time_s"], base["step_time_s"], level)
-        _ratio(t, i, "final_loss_ratio", ok["final_train_loss"], base["final_train_loss"], level)
+        ratio_columns(t, i, "step_ratio", ok["step_time_s"], base["step_time_s"])
+        ratio_columns(t, i, "final_loss_ratio", ok["final_train_loss"], base["final_train_loss"], level=level)
         base_times, _ = reached_times(base)
         if times is not None and base_times is not None:
-            _ratio(t, i, "ttt_ratio", times, base_times, level)
+            ratio_columns(t, i, "ttt_ratio", times, base_times, level=level)
         b0, b1 = summarize(base["bytes_per_step"])["mean"], summarize(ok["bytes_per_step"])["mean"]
         if b0 and not math.isnan(b0) and not math.isnan(b1):
             t.at[i, "bytes_ratio"] = b1 / b0

@@ -17,7 +17,10 @@ import pandas as pd
 
 from ..common.columns import GB, INTRA
 from ..common.stats import ratio_ci, summarize
-from .aggregate import aggregate, ok_repeats, reached_times
+from .aggregate import aggregate, ok_repeats, ratio_columns, reached_times
+
+# ratios to the DDP baseline: exactly 1 at the baseline itself (is_baseline), so without an interval
+BASELINE_RATIOS = ("speedup", "efficiency", "weak_efficiency", "scaled_speedup", "time_to_target_speedup")
 
 
 def _baselines(sub: pd.DataFrame, model: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
@@ -50,19 +53,6 @@ def karp_flatt_note(e: float) -> str:
     if e > 1:
         return "retrograde (e > 1): speedup < 1, not a serial fraction"
     return ""
-
-
-def _ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0, level: float | None = None) -> None:
-    """name and its 95% CI (name_ci_lo/hi); for a ratio a guideline decides on, also its deciding
-    interval at `level` (name_dlo/dhi)."""
-    r = ratio_ci(num, den)
-    t.at[i, name] = r["ratio"] * scale
-    t.at[i, f"{name}_ci_lo"] = r["ci_lo"] * scale
-    t.at[i, f"{name}_ci_hi"] = r["ci_hi"] * scale
-    if level is not None:
-        d = ratio_ci(num, den, level)
-        t.at[i, f"{name}_dlo"] = d["ci_lo"] * scale
-        t.at[i, f"{name}_dhi"] = d["ci_hi"] * scale
 
 
 def _is_baseline(t: pd.DataFrame, i, base: pd.DataFrame | None) -> bool:
@@ -107,7 +97,7 @@ def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
             t.at[i, "time_to_target_s_ci_lo"] = max(st["ci_lo"], 0.0) if not math.isnan(st["ci_lo"]) else math.nan
             t.at[i, "time_to_target_s_ci_hi"] = st["ci_hi"]
             if base_ok:
-                _ratio_columns(t, i, "time_to_target_speedup", base_t, times)
+                ratio_columns(t, i, "time_to_target_speedup", base_t, times)
                 if t.at[i, "is_baseline"]:
                     _exact_at_baseline(t, i, ("time_to_target_speedup",))
 
@@ -137,8 +127,8 @@ def strong_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
             if base is not None:
                 b_p = float(base["world_size"].iloc[0])
                 t.at[i, "baseline_world_size"] = b_p
-                _ratio_columns(t, i, "speedup", ok, base["samples_per_s"])
-                _ratio_columns(t, i, "efficiency", ok, base["samples_per_s"], b_p / p, level)
+                ratio_columns(t, i, "speedup", ok, base["samples_per_s"])
+                ratio_columns(t, i, "efficiency", ok, base["samples_per_s"], b_p / p, level)
                 t.at[i, "efficiency_pct"] = 100 * t.at[i, "efficiency"]
                 if bool(t.at[i, "ddp"]):
                     e = karp_flatt(t.at[i, "speedup"], p / b_p)
@@ -147,8 +137,8 @@ def strong_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
                 if _is_baseline(t, i, base):
                     _exact_at_baseline(t, i, ("speedup", "efficiency"))
             if plain is not None:
-                _ratio_columns(t, i, "speedup_vs_nonddp", ok, plain["samples_per_s"])
-                _ratio_columns(t, i, "efficiency_vs_nonddp", ok, plain["samples_per_s"], 1 / p)
+                ratio_columns(t, i, "speedup_vs_nonddp", ok, plain["samples_per_s"])
+                ratio_columns(t, i, "efficiency_vs_nonddp", ok, plain["samples_per_s"], 1 / p)
     _time_to_target(t, sub)
     return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 
@@ -172,13 +162,13 @@ def weak_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
             ok = ok_repeats(sub, t.loc[i])
             if base is not None:
                 t.at[i, "baseline_world_size"] = base["world_size"].iloc[0]
-                _ratio_columns(t, i, "weak_efficiency", ok["samples_per_s_per_rank"], base["samples_per_s_per_rank"])
+                ratio_columns(t, i, "weak_efficiency", ok["samples_per_s_per_rank"], base["samples_per_s_per_rank"])
                 t.at[i, "weak_efficiency_pct"] = 100 * t.at[i, "weak_efficiency"]
-                _ratio_columns(t, i, "scaled_speedup", ok["samples_per_s"], base["samples_per_s"])
+                ratio_columns(t, i, "scaled_speedup", ok["samples_per_s"], base["samples_per_s"])
                 if _is_baseline(t, i, base):
                     _exact_at_baseline(t, i, ("weak_efficiency", "scaled_speedup"))
             if plain is not None:
-                _ratio_columns(t, i, "weak_efficiency_vs_nonddp", ok["samples_per_s_per_rank"],
+                ratio_columns(t, i, "weak_efficiency_vs_nonddp", ok["samples_per_s_per_rank"],
                                plain["samples_per_s_per_rank"])
     return t.sort_values(["model", "world_size", "nodes", "ddp"]).reset_index(drop=True)
 

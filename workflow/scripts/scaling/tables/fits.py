@@ -29,9 +29,9 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..common.columns import SINGLE
+from ..common.stats import BOOTSTRAP_SEED
 
 MIN_WORLD_SIZES = 3
-SEED = 0
 BOUND_TOL = 1e-6
 
 
@@ -79,7 +79,7 @@ def at_bound(law: Law, i: int, value: float) -> str | None:
     return None
 
 
-def series(df: pd.DataFrame, experiment: str, model: str) -> dict[str, dict[int, np.ndarray]]:
+def throughput_curves(df: pd.DataFrame, experiment: str, model: str) -> dict[str, dict[int, np.ndarray]]:
     """{placement class: {world size: throughputs of the ok repeats}} for the DDP points of one
     experiment and model; every class's curve starts at the baseline (the smallest DDP world size)."""
     sub = df[(df["experiment"] == experiment) & (df["model"] == model) & (df["status"] == "ok")
@@ -107,7 +107,7 @@ def _pairs(curve: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return ps, ss
 
 
-def fit_curve(law: Law, curve: dict[int, np.ndarray], num_boot: int, seed: int = SEED) -> dict:
+def fit_curve(law: Law, curve: dict[int, np.ndarray], num_boot: int, seed: int = BOOTSTRAP_SEED) -> dict:
     """One law on one curve: parameters with bootstrap CIs, at-bound notes, or why it cannot be fitted."""
     sizes = sorted(curve)
     out = {"law": law.name, "formula": law.formula, "world_sizes": sizes, "baseline_world_size": sizes[0]}
@@ -144,14 +144,14 @@ def fit_curve(law: Law, curve: dict[int, np.ndarray], num_boot: int, seed: int =
 
 def fits(df: pd.DataFrame, num_boot: int = 500) -> dict:
     """{'method': ..., 'strong': {model: {placement: {law: fit}}}, 'weak': {...}} over clean measurements."""
-    out: dict = {"method": {"min_world_sizes": MIN_WORLD_SIZES, "bootstrap_samples": num_boot, "seed": SEED,
+    out: dict = {"method": {"min_world_sizes": MIN_WORLD_SIZES, "bootstrap_samples": num_boot, "seed": BOOTSTRAP_SEED,
                             "residuals": "one per ok repeat: repeat throughput / baseline mean − law(p / p_base)",
                             "excluded": "non-DDP points (no all-reduce) and every status other than ok"}}
     for experiment, laws in LAWS_BY_EXPERIMENT.items():
         sub = df[df["experiment"] == experiment]
         per_model = {}
         for model in sorted(sub["model"].dropna().unique()):
-            curves = series(df, experiment, model)
+            curves = throughput_curves(df, experiment, model)
             if curves:
                 per_model[model] = {cls: {law.name: fit_curve(law, c, num_boot) for law in laws}
                                     for cls, c in curves.items()}
@@ -159,7 +159,7 @@ def fits(df: pd.DataFrame, num_boot: int = 500) -> dict:
     return out
 
 
-def describe(fit: dict) -> str:
+def fit_text(fit: dict) -> str:
     """One line for the report: 'σ = 0.041 [0.020, 0.060], κ at its lower bound 0' or the reason."""
     if fit.get("status") != "fit":
         return fit.get("reason", "not fitted")
