@@ -14,8 +14,8 @@ import plan
 from kan.config import LaunchSettings, Placement, Point, PointError, TrainConfig
 from launch import commands, netemu
 from scaling.common.columns import SIMULATED, emulated_class, is_emulated, link_rate, placement_class
-from scaling.model.linkcheck import TOLERANCE_PCT, cross_link, link_check
 from scaling.model.fit import training_rows
+from scaling.model.linkcheck import TOLERANCE_PCT, cross_link, link_check
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = TrainConfig(samples=1024, batch_per_rank=32, epochs=1, warmup_steps=1)
