@@ -56,6 +56,8 @@ def t_quantile(level: float, df: int) -> float:
         raise ValueError(f"a confidence level is in (0, 1), got {level}")
     if abs(level - 0.95) < 1e-12:
         return t975(df)
+    # scipy only here, for levels other than 95%: what the Snakefile imports when it loads
+    # (report/compare.py reads this module) stays without it
     from scipy.stats import t
 
     return float(t.ppf((1 + level) / 2, df))
