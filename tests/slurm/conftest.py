@@ -3,6 +3,9 @@
 Uses tests/slurm/slurm-local.sh (install if missing, start, stop). On a machine without root or
 apt-get the tests skip with the reason; under CI (CI=true) they fail instead of skipping.
 A cluster that is already up (a developer's `make slurm-up`) is reused and left running.
+The cluster runs plain (slurmd on 127.0.0.1) or emulated (each slurmd in its own network namespace,
+SLURM_LOCAL_EMULATE=1); a test marked `emulated_slurm` gets the emulated one, every other the
+plain one, and the cluster restarts only when the mode changes (once per session in file order).
 """
 
 from __future__ import annotations
@@ -16,15 +19,19 @@ import time
 from pathlib import Path
 
 import pytest
+from workflow_runs import copy_workflow
+
+from launch import netemu
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "slurm" / "slurm-local.sh"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-def _script(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _script(*args: str, check: bool = True, emulate: bool = False) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SLURM_LOCAL_EMULATE": "1" if emulate else "0"}
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, check=check,
-                          timeout=900)
+                          timeout=900, env=env)
 
 
 def _unavailable(reason: str):
@@ -35,7 +42,8 @@ def _unavailable(reason: str):
 
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """Timings (seconds) of bringing the cluster up; the cluster is up while the tests run."""
+    """{"emulated": whether the emulated cluster runs now, "install_s"/"start_s": timings of bringing
+    it up}; the cluster is up while the tests run."""
     if not sys.platform.startswith("linux"):
         _unavailable("needs Linux (Debian/Ubuntu) with root and apt-get")
     check = _script("check", check=False)
@@ -56,11 +64,33 @@ def slurm_cluster():
             pytest.fail(f"local Slurm did not start:\n{res.stdout}\n{res.stderr}", pytrace=False)
         timings["start_s"] = time.monotonic() - t0
     print(f"\n[slurm] cluster {'reused' if already_up else 'started'} {timings}", file=sys.stderr)
+    mode = {"emulated": False, **timings}
     try:
-        yield timings
+        yield mode
     finally:
         if not already_up:
             _script("stop", check=False)
+        elif mode["emulated"]:  # a developer's cluster: left as it was found, plain
+            _script("stop", check=False)
+            _script("start", check=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster_mode(request, slurm_cluster):
+    """The plain cluster, or the emulated one for a module marked `emulated_slurm`: restarted only
+    when the mode changes, so the emulated tests (last in file order) cost one restart. Module
+    scope: an autouse fixture comes before the module's other fixtures (a module's study)."""
+    want = request.node.get_closest_marker("emulated_slurm") is not None
+    if want:
+        why = netemu.why_not()
+        if why:
+            _unavailable(f"the emulated cluster cannot run: {why}")
+    if slurm_cluster["emulated"] == want:
+        return
+    _script("stop", check=False)
+    res = _script("start", check=False, emulate=want)
+    slurm_cluster["emulated"] = want
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.fixture(scope="session")
@@ -68,15 +98,7 @@ def workdir(slurm_cluster) -> Path:
     """A copy of the workflow to run in, so the tests never touch the checkout's results/.
     Its own temp dir, not pytest's numbered ones: another pytest session on the machine may
     prune those while Slurm jobs still write here."""
-    wd = Path(tempfile.mkdtemp(prefix="kanscale-slurm-wf-"))
-    for name in ("Snakefile", "config", "workflow", "profiles", "kan", "tests/slurm"):
-        src = REPO / name
-        dst = wd / name
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        elif src.exists():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    wd = copy_workflow(Path(tempfile.mkdtemp(prefix="kanscale-slurm-wf-")), extra=("kan", "tests/slurm"))
     yield wd
     if os.environ.get("KANSCALE_KEEP_SLURM_WORKDIR") != "1":
         shutil.rmtree(wd, ignore_errors=True)

@@ -35,7 +35,10 @@ MEM_MB=${SLURM_LOCAL_MEM_MB:-8000}
 HOSTS_MARK="# kanscale slurm-local fake nodes"
 EMULATE=${SLURM_LOCAL_EMULATE:-0}
 HERE=$(cd "$(dirname "$0")" && pwd)
-CLUSTER="python3 $HERE/../../workflow/scripts/cluster.py"
+# cluster.py imports the workflow's packages (launch, kan): the checkout's .venv has them installed
+PY=python3
+[ -x "$HERE/../../.venv/bin/python" ] && PY="$HERE/../../.venv/bin/python"
+CLUSTER="$PY $HERE/../../workflow/scripts/cluster.py"
 EMU_NET=198.18.2
 PKGS="munge slurmctld slurmd slurm-client"
 

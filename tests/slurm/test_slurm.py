@@ -1,18 +1,21 @@
 """profiles/slurm on a real Slurm (tests/slurm/slurm-local.sh: nodes n1, n2 with 2 fake GPUs each).
 
-    pytest -m slurm tests/slurm        # as root on Debian/Ubuntu; ~6 minutes
+    pytest -m slurm tests/slurm        # as root on Debian/Ubuntu; ~4 minutes
 
-The tiny study tests/slurm/study.yaml has one point per placement 1x1, 1x2, 2x1, 2x2 (nodes x
-GPUs per node); snakemake runs with `--profile profiles/slurm --profile tests/slurm/profile`
-(the second holds only what the local Slurm needs: squeue status checks, short polling).
-It runs in a temporary copy of the workflow; KANSCALE_KEEP_SLURM_WORKDIR=1 keeps that copy
-(records, logs, snakemake-*.log with every sbatch line) for inspection.
+Only what Slurm shows is tested here (what the workflow does with records is the local tests'): the
+sbatch line of each placement and what Slurm granted, ranks per node, a re-run that submits only the
+missing point, adaptive looks as local rules whose repeats are jobs, a rendezvous that cannot
+complete, the srun launcher, and kill -9 of snakemake with jobs running (squeue-aware re-run).
+The main study (tests/slurm/study.yaml + study-adaptive.yaml) has one point per placement 1x1, 1x2,
+2x1, 2x2 (nodes x GPUs per node) and one look; snakemake runs with `--profile profiles/slurm
+--profile tests/slurm/profile` (the second holds only what the local Slurm needs: squeue status
+checks, short polling). It runs in a temporary copy of the workflow; KANSCALE_KEEP_SLURM_WORKDIR=1
+keeps that copy (records, logs, snakemake-*.log with every sbatch line) for inspection.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -22,13 +25,24 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import workflow_runs
+
+import plan
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
 
 STUDY = "slurmci"
 PLACEMENTS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (nodes, gpus per node)
-MEM_MB_PER_RANK, CPUS_PER_RANK, RUNTIME_MIN, RDZV_JOIN_S = 500, 1, 5, 20  # as in tests/slurm/study.yaml
+MEM_MB_PER_RANK, CPUS_PER_RANK, RUNTIME_MIN = 500, 1, 5  # as in tests/slurm/study.yaml
+# each study's config files, layered in this order (paths relative to the work folder)
+CONFIGS = {STUDY: ["study.yaml", "study-adaptive.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
+           "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"],
+           "slurmemu": ["study.yaml", "study-emulated.yaml"]}
+
+
+def configfiles(study: str) -> list[str]:
+    return [f"tests/slurm/{name}" for name in CONFIGS[study]]
 
 
 def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
@@ -36,17 +50,17 @@ def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
     return _ids(study)[(nodes, gpus)]
 
 
-def _points(study: str) -> list:
-    """Every planned point of the study's config (tests/slurm/*.yaml, layered)."""
-    import plan
-
-    layers = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
-              "slurmadapt": ["study.yaml", "study-adaptive.yaml"],
-              "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"]}[study]
+def study_config(study: str) -> dict:
+    """The study's validated config (tests/slurm/*.yaml, layered as snakemake layers them)."""
     cfg: dict = {}
-    for name in layers:
+    for name in CONFIGS[study]:
         plan._merge(cfg, plan.read_yaml(REPO / "tests" / "slurm" / name))
-    return list(plan.build_points(plan.validate_config(cfg)).values())
+    return plan.validate_config(cfg)
+
+
+def _points(study: str) -> list:
+    """Every planned point of the study's config."""
+    return list(plan.build_points(study_config(study)).values())
 
 
 def _ids(study: str) -> dict:
@@ -54,17 +68,12 @@ def _ids(study: str) -> dict:
             if p.experiment == "comm" and p.rep == 0}
 
 
-def snakemake(workdir: Path, targets: list[str], configfiles: list[str], extra_env: dict | None = None,
-              timeout_s: int = 600) -> tuple[int, str, float]:
-    """Run snakemake --verbose with the Slurm profile; (exit code, full output, wall seconds)."""
-    cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--profile", "tests/slurm/profile",
-           "--configfile", *configfiles, "--verbose", "--nolock", *targets]
-    env = {**os.environ, **(extra_env or {})}
-    t0 = time.monotonic()
-    res = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)
-    out = res.stdout + res.stderr
-    (workdir / f"snakemake-{int(time.time())}.log").write_text(out)
-    return res.returncode, out, time.monotonic() - t0
+def snakemake(workdir: Path, study: str, extra_env: dict | None = None, timeout_s: int = 600) -> tuple[int, str, float]:
+    """Run the study's default target with the Slurm profile (--verbose: the sbatch lines);
+    (exit code, full output, wall seconds)."""
+    run = workflow_runs.snakemake(workdir, configfiles(study), "--nolock", profile="slurm", env=extra_env,
+                                  timeout=timeout_s, check=False)
+    return run.returncode, run.out, run.wall_s
 
 
 def sbatch_calls(log: str) -> dict[str, list[str]]:
@@ -90,8 +99,8 @@ def report_target(workdir: Path, study: str) -> str:
 @pytest.fixture(scope="module")
 def e2e(workdir: Path):
     target = report_target(workdir, STUDY)
-    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml"])  # rule all: records + report
-    print(f"\n[slurm] e2e study ({len(PLACEMENTS)} points) took {wall:.0f} s", file=sys.stderr)
+    rc, log, wall = snakemake(workdir, STUDY)  # rule all: records, the look and its repeats, report
+    print(f"\n[slurm] e2e study ({len(PLACEMENTS)} placements, one look) took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     return {"log": log, "wall": wall, "target": target}
 
@@ -169,6 +178,20 @@ def test_study_output_renders(e2e, workdir):
         assert sorted(df["world_size"].unique()) == [1, 2, 4]
 
 
+def test_adaptive_look_is_a_local_rule_and_its_repeats_are_slurm_jobs(e2e, workdir):
+    look = json.loads((workdir / "results" / STUDY / "looks" / "look1.json").read_text())
+    added = look["history"][0]["added"]
+    assert added, look["history"][0]
+    calls = sbatch_calls(e2e["log"])
+    assert not [c for c in calls if "rule_look" in c]  # the look is a local rule, never a job
+    second = {p.family: p.id for p in _points(STUDY) if p.rep == 1}  # the repeat only a look asks for
+    for fam in added:
+        pid = second[fam]
+        assert f"rule_measure_point_wildcards_{STUDY}_{pid}" in calls, sorted(calls)  # the added repeat: a job
+        assert load_record(workdir, pid)["status"] == "ok"
+    assert (workdir / "reports" / STUDY / "report.html").exists()
+
+
 def test_incremental_one_missing_record_one_sbatch(e2e, workdir):
     points = [point_id(n, g) for n, g in PLACEMENTS]
     gone = point_id(2, 1)
@@ -176,7 +199,7 @@ def test_incremental_one_missing_record_one_sbatch(e2e, workdir):
     before = {p: records[p].stat().st_mtime_ns for p in points}
     records[gone].unlink()
     # the default target (rule all) names every record, so a deleted one is measured again
-    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml"])
+    rc, log, wall = snakemake(workdir, STUDY)
     print(f"\n[slurm] incremental re-run took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     calls = sbatch_calls(log)
@@ -200,8 +223,7 @@ def test_broken_rendezvous_fails_fast_and_rest_completes(workdir):
     study = "slurmbroken"
     target = report_target(workdir, study)
     t0 = time.monotonic()
-    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml", "tests/slurm/study-broken.yaml"],
-                              extra_env={"KANSCALE_FAULT": "drop-last-agent"})
+    rc, log, wall = snakemake(workdir, study, extra_env={"KANSCALE_FAULT": "drop-last-agent"})
     print(f"\n[slurm] broken-rendezvous study took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     assert (workdir / target).exists()
@@ -213,13 +235,14 @@ def test_broken_rendezvous_fails_fast_and_rest_completes(workdir):
     assert "RendezvousTimeoutError" in bad["reason"] and "rdzv_join_s" in bad["reason"], bad["reason"]
     # fails within its configured join timeout (+ interpreter start-up on a loaded box), far below
     # the 2 minutes the issue allows and the 10 minutes of torchrun's default
-    assert bad["launch"]["wall_s"] < RDZV_JOIN_S + 60, bad["launch"]["wall_s"]
+    join_s = study_config(study)["timeouts"]["rdzv_join_s"]
+    assert bad["launch"]["wall_s"] < join_s + 60, bad["launch"]["wall_s"]
     assert time.monotonic() - t0 < 600
 
 
 def test_srun_launcher_one_task_per_gpu(workdir):
     study = "slurmsrun"
-    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml", "tests/slurm/study-srun.yaml"])
+    rc, log, wall = snakemake(workdir, study)
     print(f"\n[slurm] srun-launcher study took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     calls = sbatch_calls(log)
@@ -241,33 +264,13 @@ def test_srun_launcher_one_task_per_gpu(workdir):
         for node_ranks in by_node.values():  # local ids 0..gpus-1, one distinct GPU each
             assert sorted(int(r["slurm_localid"]) for r in node_ranks) == list(range(gpus))
             assert sorted(r["cuda_visible_devices"] for r in node_ranks) == [str(i) for i in range(gpus)]
-    # the ddp experiment as Slurm jobs: fp16 against none over the two nodes, into its table and section
-    ddp = [p for p in _points(study) if p.experiment == "ddp"]
-    assert sorted(p.train.ddp_label for p in ddp) == ["fp16", "none"]
-    recs = {p.train.ddp_label: load_record(workdir, p.id, study) for p in ddp}
-    assert all(r["status"] == "ok" and r["world_size"] == 2 for r in recs.values()), recs
-    assert f"rule_measure_point_wildcards_{study}_{ddp[0].id}" in calls
-    assert recs["fp16"]["comm"]["bytes_per_step"] == pytest.approx(recs["none"]["comm"]["bytes_per_step"] / 2, rel=0.02)
-    table = (workdir / "results" / study / "ddp.csv").read_text()
-    assert table.count("\n") == 3 and ",fp16," in table
-    assert '<section id="ddp">' in (workdir / "reports" / study / "report.html").read_text()
-
-
-def test_adaptive_repeats_run_as_slurm_jobs_after_a_local_look(workdir):
-    study = "slurmadapt"
-    rc, log, wall = snakemake(workdir, [], ["tests/slurm/study.yaml", "tests/slurm/study-adaptive.yaml"])
-    print(f"\n[slurm] adaptive study took {wall:.0f} s", file=sys.stderr)
-    assert rc == 0, log[-5000:]
-    look = json.loads((workdir / "results" / study / "looks" / "look1.json").read_text())
-    added = look["history"][0]["added"]
-    assert added, look["history"][0]
-    calls = sbatch_calls(log)
-    assert not [c for c in calls if "rule_look" in c]  # the look is a local rule, never a job
-    second = {p.family: p.id for p in _points(study) if p.rep == 1}  # the repeat only a look asks for
-    for fam in added:
-        pid = second[fam]
-        assert f"rule_measure_point_wildcards_{study}_{pid}" in calls, sorted(calls)  # the added repeat: a job
-        assert load_record(workdir, pid, study)["status"] == "ok"
+    # the all-reduce sweep through the same launcher: one task per GPU over the two nodes
+    (sweep,) = [p for p in _points(study) if p.experiment == "allreduce"]
+    assert f"rule_measure_point_wildcards_{study}_{sweep.id}" in calls
+    rec = load_record(workdir, sweep.id, study)
+    assert rec["status"] == "ok" and rec["launcher"] == "srun" and rec["world_size"] == 4, rec.get("reason")
+    assert [s["size_bytes"] for s in rec["allreduce"]["sizes"]] == [4096, 1048576]
+    assert all(s["time_s"] > 0 for s in rec["allreduce"]["sizes"])
     assert (workdir / "reports" / study / "report.html").exists()
 
 
@@ -281,10 +284,8 @@ def _study_jobs(study: str) -> dict[str, str]:
 
 def test_kill_9_of_snakemake_with_jobs_running_no_duplicate_submission(workdir):
     study = "slurmkill"
-    configs = ["tests/slurm/study.yaml", "tests/slurm/study-kill.yaml"]
     ids = set(_ids(study).values())
-    cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--profile", "tests/slurm/profile",
-           "--configfile", *configs, "--verbose"]
+    cmd = workflow_runs.command(workdir, configfiles(study), profile="slurm")
     sm = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 240
     while time.monotonic() < end and set(_study_jobs(study)) != ids:
@@ -294,7 +295,7 @@ def test_kill_9_of_snakemake_with_jobs_running_no_duplicate_submission(workdir):
     sm.wait()
     assert set(_study_jobs(study)) == ids
     subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
-    rc, log, _ = snakemake(workdir, [], configs)
+    rc, log, _ = snakemake(workdir, study)
     assert rc == 0, log[-5000:]
     resubmitted = [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")]
     assert resubmitted == [], resubmitted  # the live points are not submitted again
@@ -303,7 +304,7 @@ def test_kill_9_of_snakemake_with_jobs_running_no_duplicate_submission(workdir):
     while time.monotonic() < end and _study_jobs(study):
         time.sleep(2)
     assert not _study_jobs(study)
-    rc, log, _ = snakemake(workdir, [], configs)  # collects what the orphaned jobs measured
+    rc, log, _ = snakemake(workdir, study)  # collects what the orphaned jobs measured
     assert rc == 0, log[-5000:]
     assert [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")] == []
     for pid in ids:
