@@ -51,8 +51,9 @@ system-deps:
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=25
 
+# the unit tests only: no workflow run, no rank, no browser, no scheduler (seconds to a minute)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not e2e and not slurm"
+	$(BIN)/python -m pytest -q -m "not e2e and not slurm and not distributed and not browser"
 
 # a real Slurm on this machine (munge, slurmctld, slurmd n1 + n2 with 2 fake GPUs each); root only
 slurm-up:

@@ -21,6 +21,7 @@ import pytest
 from report_fixture import EXPECT, PROVENANCE, render, study_tables
 from scaling.report.plots import FIGURES
 
+pytestmark = pytest.mark.browser
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # test-only instrumentation, added to a copy of the page: whether every inline image decoded, and
 # the page's width against the window's once everything is laid out
