@@ -12,6 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from plan import load_schema
 from scaling.common.columns import clean, clean_allreduce
 from scaling.common.io import read_json, step_args, write_json
 from scaling.common.repeats import RepeatPlan, requested_points
@@ -48,8 +49,9 @@ def look(planned: list[dict], previous: dict | None, points_dir: str, benchmarks
     tables = compute_tables(m, settings, tidy["loss_curves"], tidy["allreduce"])
     # the bootstrap gives the model's bands, not its decisions (the recommendation rests on point
     # predictions and the leave-one-out error): a look needs no more than the schema's minimum
+    fewest = load_schema()["properties"]["report"]["properties"]["bootstrap_samples"]["minimum"]
     model = fit_performance_model(clean(m), clean_allreduce(tidy["allreduce"]),
-                                  dataclasses.replace(settings, bootstrap_samples=20))
+                                  dataclasses.replace(settings, bootstrap_samples=fewest))
     guidelines = compute_guidelines(tables, settings, model)
     per_repeat, spent = costs(m, default_wall_s=30.0)
     batch = plan_batch(guidelines, family_keys(m), requested, plan, per_repeat, spent)
