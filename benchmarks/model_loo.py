@@ -1,8 +1,8 @@
 """The performance model's leave-one-world-size-out errors on a study's records, three ways:
   unshared     the all-reduce not time-shared, no co-run slowdown (the model before 2026-12-02);
   time-shared  sweep times, exposed comm and predictions carry the ranks' oversubscription s
-               (perfmodel.COMM_SHARES_CORES; 4 ranks on 2 cores: s = 2);
-  co-run       and compute carries the co-run slowdown c(k) the sweep measured (perfmodel.USE_CORUN,
+               (scaling.model.fit COMM_SHARES_CORES; 4 ranks on 2 cores: s = 2);
+  co-run       and compute carries the co-run slowdown c(k) the sweep measured (scaling.model.fit USE_CORUN,
                kan/corun.py; records from before 2026-12-03 have none: then the same as time-shared).
 The sweep's rows get their host facts from the same points' rows of measurements.csv (files from
 before allreduce.csv carried them):

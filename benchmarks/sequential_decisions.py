@@ -1,6 +1,6 @@
 """Adaptive repeats against fixed repeats, on simulated studies with a known truth (no training):
 how often each design decides a guideline, how often wrongly, and how many repeats it spends.
-The designs use the workflow's own interval, decision, sizing and cap (scaling/sequential.simulate).
+The designs use the workflow's own interval, decision, sizing and cap (scaling/decide/sequential.simulate).
 
     .venv/bin/python benchmarks/sequential_decisions.py [--studies 4000]
 
@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import argparse
 
+from plan import load_schema
 from scaling.common.repeats import RepeatPlan
 from scaling.decide.sequential import simulate
+
+# the designs' overall false-decision rate: the config's own default (report.alpha)
+ALPHA = load_schema()["properties"]["report"]["properties"]["alpha"]["default"]
 
 
 def main() -> None:
@@ -21,11 +25,11 @@ def main() -> None:
     ap.add_argument("--studies", type=int, default=4000)
     ap.add_argument("--cv", type=float, default=0.1)
     a = ap.parse_args()
-    adaptive = RepeatPlan(min=3, max=12, looks=3)
+    adaptive = RepeatPlan(min=3, max=12, looks=3, alpha=ALPHA)
     designs = [("adaptive 3..12, 3 looks, 98.3% intervals", adaptive, None),
                ("same looks, 95% at every look (unadjusted)", adaptive, 0.95),
-               ("fixed 12 repeats, 95%", RepeatPlan(min=12, max=12), None),
-               ("fixed 3 repeats, 95%", RepeatPlan(min=3, max=3), None)]
+               ("fixed 12 repeats, 95%", RepeatPlan(min=12, max=12, alpha=ALPHA), None),
+               ("fixed 3 repeats, 95%", RepeatPlan(min=3, max=3, alpha=ALPHA), None)]
     for kind, threshold in (("mean", 20.0), ("ratio", 0.75)):
         print(f"\n{kind}: threshold {threshold}, cv {a.cv}, {a.studies} studies per cell")
         print(f"{'truth (sd from threshold)':>26} | {'design':44} | decided | false | mean repeats")

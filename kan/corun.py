@@ -1,6 +1,6 @@
 """Co-run slowdown of CPU ranks: how much slower one rank's compute runs while the other ranks of its
 host compute at the same time, measured inside the all-reduce sweep's point (same launch, same ranks,
-same threads per rank) and used by the performance model (workflow/scripts/scaling/perfmodel.py).
+same threads per rank) and used by the performance model (workflow/scripts/scaling/model/).
 
 Why: ranks on one host share more than cores. On the 2-core VM a KAN step's compute at batch 128 took
 1.08 ms alone and 1.76 ms beside a second rank (weak scaling, 1 thread per rank, 2 ranks on 2 cores:
@@ -16,7 +16,7 @@ slowdown = (iterations per second alone) / (iterations per second together), per
 value is the median over ranks. A rate over a window, not a median iteration: ranks that time-share
 a core run in scheduler slices of a few ms, longer than an iteration, so single iterations are
 either full speed or a whole slice late. The time-sharing itself is in the value too (4 ranks on
-2 cores: about 2x the 2-rank slowdown); the model divides it out (perfmodel.corun_curve).
+2 cores: about 2x the 2-rank slowdown); the model divides it out (scaling/model/terms.py corun_curve).
 Only on CPU: a GPU rank computes on its own device.
 """
 

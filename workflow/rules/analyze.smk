@@ -2,7 +2,7 @@
 # computed guidelines.
 #
 # Every step runs its script through a quoted shell command (python script.py --in NAME=PATH
-# --param NAME=JSON --out NAME=PATH, scaling/io.py step_args), not through `script:`: Snakemake
+# --param NAME=JSON --out NAME=PATH, scaling/common/io.py step_args), not through `script:`: Snakemake
 # starts a script's interpreter by its unquoted path (snakemake issue 2645), which breaks in a
 # checkout whose path has a space, and .venv lives in the checkout.
 

@@ -1,5 +1,5 @@
 # The get_* helpers of adaptive repeats (looks.smk has the checkpoint). Config `repeats: {min, max,
-# looks, budget_rank_hours}`, scaling/sequential.py: a chain of checkpoints look1 .. look<K-1>. Look k reads the records the study has asked for so far
+# looks, budget_rank_hours}`, scaling/decide/sequential.py: a chain of checkpoints look1 .. look<K-1>. Look k reads the records the study has asked for so far
 # (repeats below `min`, plus what looks 1 .. k-1 added), computes every guideline and adds repeats
 # only where one is undecided; Snakemake re-plans the DAG after each look, so one `snakemake`
 # command runs the whole study, locally and on Slurm. The report is look K. With fixed repeats

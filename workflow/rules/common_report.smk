@@ -1,9 +1,9 @@
 # The get_* helpers of the analysis and report rules (common.smk holds those of the measurement):
 # thresholds, compared studies, expectations, and the outputs `snakemake --report` carries.
-# Every param a script reads is JSON text (its --param NAME=JSON; scaling/io.py step_args).
+# Every param a script reads is JSON text (its --param NAME=JSON; scaling/common/io.py step_args).
 import hashlib
 
-from scaling.compare import compare_files
+from scaling.report.compare import compare_files
 
 REPORT_DIR = Path(workflow.current_basedir).parent / "report"
 
@@ -13,7 +13,7 @@ def get_thresholds(wildcards):
     choice, the compared studies, the expectations): it is a param of these rules, so editing
     report.expect or report.compare re-runs only the rules that read them."""
     section = {k: v for k, v in config["report"].items() if k not in ("reference", "compare", "expect")}
-    # the deciding intervals' level: 1 - alpha / looks (scaling/sequential.py)
+    # the deciding intervals' level: 1 - alpha / looks (scaling/decide/sequential.py)
     return as_json({**section, "decision_level": REPEATS.level, "looks": REPEATS.num_looks})
 
 

@@ -1,5 +1,5 @@
 # The looks of an adaptive study: checkpoint look<k> reads what the study has measured so far and
-# adds repeats only where a guideline is undecided (common_looks.smk, scaling/sequential.py).
+# adds repeats only where a guideline is undecided (common_looks.smk, scaling/decide/sequential.py).
 
 
 wildcard_constraints:

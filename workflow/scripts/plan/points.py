@@ -21,7 +21,7 @@ TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e != "allreduce")
 # the ddp experiment's lists: every combination of their items is one setting
 DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo")
 # DDP's defaults (the trainer's): the `none` setting every other one is judged against
-# (scaling/ddp_table.py); the schema's lists default to exactly these (tests/unit/test_config.py)
+# (scaling/tables/ddp.py); the schema's lists default to exactly these (tests/unit/test_config.py)
 DDP_DEFAULTS = {name: default(TrainConfig, name) for name in DDP_LISTS}
 
 
