@@ -17,7 +17,9 @@ from scaling.common.repeats import RepeatPlan
 from scaling.decide.sequential import simulate
 
 # the designs' overall false-decision rate: the config's own default (report.alpha)
-ALPHA = load_schema()["properties"]["report"]["properties"]["alpha"]["default"]
+REPORT = load_schema()["properties"]["report"]["properties"]
+ALPHA = REPORT["alpha"]["default"]
+MIN_REPEATS = REPORT["min_repeats"]["default"]  # ok repeats before a guideline may decide
 
 
 def main() -> None:
@@ -37,7 +39,7 @@ def main() -> None:
             sd = a.cv * threshold * (2 ** 0.5 if kind == "ratio" else 1)
             truth = threshold + sds * sd
             for name, plan, level in designs:
-                r = simulate(plan, truth, threshold, a.studies, kind, cv=a.cv, seed=11, level=level)
+                r = simulate(plan, truth, threshold, a.studies, kind, cv=a.cv, seed=11, level=level, min_repeats=MIN_REPEATS)
                 print(f"{sds:>26.1f} | {name:44} | {r['decided_rate']:7.1%} | {r['false_decision_rate']:5.1%} | "
                       f"{r['mean_repeats']:12.2f}")
 

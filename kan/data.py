@@ -10,7 +10,7 @@ import torch
 
 
 def make_dataset(
-    num_samples: int, input_dim: int = 2, noise: float = 0.01, seed: int = 0, low: float = -2.0, high: float = 2.0
+    num_samples: int, input_dim: int, noise: float, seed: int, low: float = -2.0, high: float = 2.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """x (num_samples, input_dim) uniform on [low, high]^d; y (num_samples, 1) = sum x_i^2 + noise."""
     if num_samples < 1 or input_dim < 1:
@@ -21,7 +21,7 @@ def make_dataset(
     return x, y
 
 
-def shard_indices(num_samples: int, rank: int, world_size: int, epoch: int, seed: int = 0, shuffle: bool = True) -> torch.Tensor:
+def shard_indices(num_samples: int, rank: int, world_size: int, epoch: int, seed: int, shuffle: bool = True) -> torch.Tensor:
     """This rank's sample indices for one epoch, with torch's DistributedSampler semantics:
     one permutation shared by all ranks (seeded by seed + epoch), padded by wrapping around to a
     multiple of world_size, then rank r takes positions r, r + world_size, ... The shards of

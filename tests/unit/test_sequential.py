@@ -7,6 +7,10 @@ import pytest
 from scaling.common.repeats import RepeatPlan, next_batch
 from scaling.decide.sequential import plan_batch, simulate
 from scaling.tables.aggregate import GROUP
+from scaling_data import settings
+
+# the report's own minimum of ok repeats for a decision (report.min_repeats at the schema's default)
+MIN_REPEATS = settings().min_repeats
 
 ALPHA = 0.05
 N = 4000  # studies per case: the rate's standard error at 5% is 0.34 points
@@ -18,7 +22,7 @@ def test_false_decisions_stay_at_alpha_with_the_truth_on_the_threshold(kind, thr
     """The hardest case: every decision is wrong, so the rate of deciding at all over the looks is the
     false-decision rate."""
     plan = RepeatPlan(min=3, max=12, looks=looks, alpha=ALPHA)
-    r = simulate(plan, threshold, threshold, N, kind, cv=0.1, seed=looks)
+    r = simulate(plan, threshold, threshold, N, kind, cv=0.1, seed=looks, min_repeats=MIN_REPEATS)
     assert r["false_decision_rate"] <= ALPHA, r
     assert r["level"] == pytest.approx(1 - ALPHA / looks)
 
@@ -28,7 +32,7 @@ def test_false_decisions_stay_at_alpha_with_the_truth_on_the_threshold(kind, thr
                                                    ("ratio", 0.75, -0.12), ("ratio", 0.75, 0.12)])
 def test_false_decisions_stay_at_alpha_near_the_threshold(kind, threshold, offset):
     plan = RepeatPlan(min=3, max=12, looks=3, alpha=ALPHA)
-    r = simulate(plan, threshold * (1 + offset), threshold, N, kind, cv=0.1, seed=7)
+    r = simulate(plan, threshold * (1 + offset), threshold, N, kind, cv=0.1, seed=7, min_repeats=MIN_REPEATS)
     assert r["false_decision_rate"] <= ALPHA, r
     assert r["decided_rate"] > 0.2  # and the looks do decide a good share of these near cases
 
@@ -36,13 +40,13 @@ def test_false_decisions_stay_at_alpha_near_the_threshold(kind, threshold, offse
 def test_unadjusted_looks_decide_wrongly_more_often_than_alpha():
     """Why the split: the same looks with 95% intervals at every look exceed 5%."""
     plan = RepeatPlan(min=3, max=12, looks=5, alpha=ALPHA)
-    r = simulate(plan, 20.0, 20.0, N, "mean", cv=0.1, seed=1, level=0.95)
+    r = simulate(plan, 20.0, 20.0, N, "mean", cv=0.1, seed=1, level=0.95, min_repeats=MIN_REPEATS)
     assert r["false_decision_rate"] > 1.5 * ALPHA, r
 
 
 def test_a_clear_case_stops_at_the_first_look_and_costs_less_than_fixed_repeats():
     plan = RepeatPlan(min=3, max=12, looks=3, alpha=ALPHA)
-    r = simulate(plan, 30.0, 20.0, 2000, "mean", cv=0.1, seed=3)  # 5 sd above the threshold
+    r = simulate(plan, 30.0, 20.0, 2000, "mean", cv=0.1, seed=3, min_repeats=MIN_REPEATS)  # 5 sd above the threshold
     assert r["decided_rate"] > 0.99 and r["false_decision_rate"] == 0
     assert r["mean_repeats"] < 4 < plan.max
 

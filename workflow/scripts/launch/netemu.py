@@ -43,7 +43,7 @@ class Link:
 
     rate_mbit: float
     burst_kb: float = default(Placement, "link_burst_kb")
-    latency_us: float = 0.0
+    latency_us: float = default(Placement, "link_latency_us")
 
     def describe(self) -> str:
         delay = f", +{self.latency_us:g} us delay" if self.latency_us else ""

@@ -103,7 +103,7 @@ def _decide_ratio(num, den, threshold, level):
 
 
 def simulate(plan: RepeatPlan, truth: float, threshold: float, n_studies: int, kind: str = "mean",
-             cv: float = 0.1, seed: int = 0, level: float | None = None, min_repeats: int = 3) -> dict:
+             cv: float = 0.1, seed: int = 0, level: float | None = None, *, min_repeats: int) -> dict:
     """Run `n_studies` simulated studies of one guideline with a known true value and report how
     often they decide, how often wrongly, and their mean repeats.
 
