@@ -4,51 +4,38 @@ a re-run does nothing; a larger `max` re-runs the look but never an old repeat; 
 which repeats were not asked for."""
 
 import json
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import copy_workflow, measured, snakemake, tiny
 
 from kan.config import Point
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 STUDY = "adapt"
 
 
 def config(max_repeats: int) -> dict:
-    cfg = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg = tiny(strong={"non_ddp_baseline": False}, comm={"topologies": [{"nodes": 1, "gpus_per_node": 2}]},
+               allreduce={"enabled": False})
     cfg["study"] = STUDY
     # min_repeats 3 > min 2: after the first look every guideline resting on a point needs one more
     # repeat of it, so the look has something to add whatever the timings
     cfg["repeats"] = {"min": 2, "max": max_repeats, "looks": 2}
     cfg["report"] = {"min_repeats": 3, "bootstrap_samples": 20}
-    cfg["experiments"] = {"strong": {**cfg["experiments"]["strong"], "non_ddp_baseline": False},
-                          "comm": {**cfg["experiments"]["comm"], "topologies": [{"nodes": 1, "gpus_per_node": 2}]},
-                          "allreduce": {"enabled": False}}
     return cfg
 
 
 def run(work: Path, cfg_path: Path) -> str:
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--configfile",
-                        str(cfg_path)], cwd=work, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
-    return r.stdout + r.stderr
-
-
-def measured(log: str) -> set[str]:
-    return set(re.findall(r"Job \d+: measure ([^\s:]+)", log))
+    return snakemake(work, [cfg_path]).out
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    work = tmp_path_factory.mktemp("adaptive")
-    for name in ("Snakefile", "workflow", "config", "profiles"):
-        shutil.copytree(ROOT / name, work / name) if (ROOT / name).is_dir() else shutil.copy(ROOT / name, work)
+    work = copy_workflow(tmp_path_factory.mktemp("adaptive"))
     cfg = work / "adapt.yaml"
     cfg.write_text(yaml.safe_dump(config(3)))
     return work, cfg, run(work, cfg)

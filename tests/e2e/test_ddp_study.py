@@ -6,32 +6,24 @@ section are built from them; a re-run retries only the failed points."""
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from workflow_runs import ROOT, copy_workflow, measured, snakemake
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 STUDY = "ddpt"
 
 
 def run(work: Path) -> str:
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--configfile",
-                        "ddp.yaml"], cwd=work, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
-    return r.stdout + r.stderr
+    return snakemake(work).out
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    work = tmp_path_factory.mktemp("ddp study")  # a space in the path, as a user's checkout may have
-    for name in ("Snakefile", "workflow", "config", "profiles"):
-        shutil.copytree(ROOT / name, work / name) if (ROOT / name).is_dir() else shutil.copy(ROOT / name, work)
-    shutil.copy(ROOT / "tests" / "configs" / "ddp-small.yaml", work / "ddp.yaml")
+    # a space in the path, as a user's checkout may have
+    work = copy_workflow(tmp_path_factory.mktemp("ddp study"), config=ROOT / "tests" / "configs" / "ddp-small.yaml")
     return work, run(work)
 
 
@@ -76,8 +68,7 @@ def test_a_rerun_retries_only_the_failed_points(study):
     """A failed point is retried on the next run (how a study recovers from a transient failure);
     every ok point is left alone, and bf16 fails again with the same reason."""
     work, _ = study
-    log = run(work)
-    measured = set(re.findall(r"Job \d+: measure ([^\s:]+)", log))
-    assert len(measured) == 2 and all("-bf16-" in m for m in measured), measured
+    again = measured(run(work))
+    assert len(again) == 2 and all("-bf16-" in m for m in again), again
     recs = [json.loads(p.read_text()) for p in (work / "results" / STUDY / "points").glob("*bf16*.json")]
     assert len(recs) == 2 and all(r["status"] == "failed" and "BF16" in r["reason"] for r in recs)

@@ -16,20 +16,19 @@ bounded loops."""
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import ROOT, command, copy_workflow, snakemake
 
+import plan
 from launch import netemu
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 WHY = netemu.why_not()
 
 
@@ -106,27 +105,10 @@ def test_cluster_stays_inside_and_kill_9_leaves_nothing_cluster_down_cannot_remo
     assert "nothing to remove" in cluster_down()  # idempotent
 
 
-def _workdir(tmp_path_factory, name: str) -> Path:
-    work = tmp_path_factory.mktemp(name)
-    for item in ("Snakefile", "workflow", "config", "profiles"):
-        shutil.copytree(ROOT / item, work / item) if (ROOT / item).is_dir() else shutil.copy(ROOT / item, work)
-    return work
-
-
-def snakemake(work: Path, cfg: Path, *targets: str, timeout: int = 900) -> str:
-    # targets first: --configfile takes every word after it
-    r = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--profile", "profiles/local", "--configfile",
-                        str(cfg)], cwd=work, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
-    return r.stdout + r.stderr
-
-
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    work = _workdir(tmp_path_factory, "emulated")
-    cfg = work / "emu.yaml"
-    shutil.copy(ROOT / "tests/configs/emulated-small.yaml", cfg)
-    return work, snakemake(work, cfg)
+    work = copy_workflow(tmp_path_factory.mktemp("emulated"), config=ROOT / "tests/configs/emulated-small.yaml")
+    return work, snakemake(work).out
 
 
 def test_emulated_study_labels_checks_and_advises_for_the_link(study):
@@ -162,7 +144,7 @@ def test_emulated_study_labels_checks_and_advises_for_the_link(study):
 
 
 def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_factory):
-    work = _workdir(tmp_path_factory, "linkdown")
+    work = copy_workflow(tmp_path_factory.mktemp("linkdown"))
     cfg = yaml.safe_load((ROOT / "tests/configs/emulated-small.yaml").read_text())
     cfg.update(study="down", network={"emulate": True, "rates_mbit": [100]})
     # ~0.3 s a step at 100 Mbit/s; rank 0 prints a progress line every second
@@ -173,13 +155,10 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
     cfg["timeouts"]["pg_s"] = 10
     path = work / "down.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    import plan
-
     (pid,) = plan.build_points(plan.load_config(path))
     target = f"results/down/points/{pid}.json"  # the record only: the analysis rules are tested elsewhere
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", target, "--profile", "profiles/local", "--configfile",
-                             str(path)], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "KANSCALE_PROGRESS_EVERY_S": "1"})
+    proc = subprocess.Popen(command(work, [path], targets=[target]), cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "KANSCALE_PROGRESS_EVERY_S": "1"})
     try:
         log_dir = work / "results" / "down" / "logs"
         end = time.monotonic() + 120
@@ -209,7 +188,7 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
     assert took < 10 + 10 + 5 + 20, (took, out[-3000:])
     assert leftovers() == []
     # the link is back with the next point's fresh cluster: a re-run measures the point again, ok
-    log = snakemake(work, path, target)
+    log = snakemake(work, [path], targets=[target]).out
     rec = json.loads((work / target).read_text())
     assert rec["status"] == "ok" and "measure" in log, rec.get("reason")
     assert leftovers() == []

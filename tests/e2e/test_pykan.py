@@ -2,26 +2,22 @@
 (.venv-pykan, never .venv), pykan's points go through kanscale's loop, record, tables and report, and
 the report compares the two implementations."""
 
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from workflow_runs import ROOT, copy_workflow, snakemake
 
 from kan import record as records
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pykan_study_runs_beside_kanscale(tmp_path):
-    for name in ("Snakefile", "workflow", "config", "profiles"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / name)
-    cmd = [str(Path(sys.executable).with_name("snakemake")), "--profile", "profiles/local", "--configfile",
-           "config/pykan.yaml", "--config", "repeats=1"]
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+    # config/pykan.yaml, one repeat, 20 bootstrap resamples instead of the schema's 500 (seconds of
+    # the model's fit; no assertion reads a CI)
+    copy_workflow(tmp_path, config={"report": {"bootstrap_samples": 20}})
+    snakemake(tmp_path, ["config/pykan.yaml", "study.yaml"], "--config", "repeats=1", timeout=1500)
     assert (tmp_path / ".venv-pykan" / ".installed").exists()
     recs = [records.read(p, p.stem) for p in (tmp_path / "results" / "pykan" / "points").glob("*.json")]
     pykan = [x for x in recs if x["point"].get("model", {}).get("impl") == "pykan"]

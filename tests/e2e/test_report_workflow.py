@@ -8,7 +8,6 @@ second study compared and expectations checked re-run only the report rules."""
 
 import copy
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,15 +17,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import workflow_runs
+from workflow_runs import ROOT, copy_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
 import plan
 from kan import record as records
 from kan.config import Point
 from scaling.report.plots import FIGURES
 
 pytestmark = pytest.mark.e2e
-COPY = ["Snakefile", "workflow", "config", "profiles", "pyproject.toml"]
 
 
 def record(pt: Point, status: str = "ok", reason: str | None = None) -> dict:
@@ -79,10 +78,7 @@ def record(pt: Point, status: str = "ok", reason: str | None = None) -> dict:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    wd = tmp_path_factory.mktemp("wf")
-    for name in COPY:
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / name)
+    wd = copy_workflow(tmp_path_factory.mktemp("wf"), extra=("pyproject.toml",))
     shutil.copy(ROOT / "tests/configs/report-synthetic.yaml", wd / "config/local.yaml")
     cfg = plan.load_config(wd / "config" / "local.yaml")
     points = plan.build_points(copy.deepcopy(cfg))
@@ -100,22 +96,21 @@ def workdir(tmp_path_factory):
 ANALYSIS = list(plan.ANALYSIS_RULES)  # every rule but the measurement
 
 
-def snakemake(cwd: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("snakemake")
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+def snakemake(cwd: Path, *args: str, timeout: int = 600) -> workflow_runs.Run:
+    """The workflow's own config/local.yaml (no --configfile), the local profile."""
+    return workflow_runs.snakemake(cwd, (), *args, timeout=timeout, check=False,
+                                   env={"PYTHONDONTWRITEBYTECODE": "1"})
 
 
-def run_analysis(cwd: Path, triggers: tuple[str, ...] = ("mtime",)) -> subprocess.CompletedProcess:
+def run_analysis(cwd: Path, triggers: tuple[str, ...] = ("mtime",)) -> workflow_runs.Run:
     # the records exist and are never re-measured: only what is downstream of them runs
-    return snakemake(cwd, "--profile", "profiles/local", "--rerun-triggers", *triggers, "--allowed-rules", *ANALYSIS,
-                     "--cores", "2")
+    return snakemake(cwd, "--rerun-triggers", *triggers, "--allowed-rules", *ANALYSIS, "--cores", "2")
 
 
 @pytest.fixture(scope="module")
 def built(workdir):
     res = run_analysis(workdir)
-    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.returncode == 0, res.out[-4000:]
     return workdir
 
 
@@ -157,8 +152,8 @@ def test_workflow_builds_report(built):
 
 def test_snakemake_report_zip_carries_the_figures(built, tmp_path):
     zip_path = tmp_path / "report.zip"
-    res = snakemake(built, "--profile", "profiles/local", "--report", str(zip_path))
-    assert res.returncode == 0, res.stderr[-4000:]
+    res = snakemake(built, "--report", str(zip_path))
+    assert res.returncode == 0, res.out[-4000:]
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
         index = z.read("report/report.html").decode("utf-8", "replace")  # Snakemake's own page
@@ -174,9 +169,9 @@ def test_snakemake_report_zip_carries_the_figures(built, tmp_path):
 def test_moved_checkout_reruns_nothing(built, tmp_path):
     moved = tmp_path / "elsewhere" / "kanscale copy"
     shutil.copytree(built, moved, symlinks=True)  # copy2: modification times kept
-    res = snakemake(moved, "--profile", "profiles/local", "--dry-run")
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[-4000:]
+    res = snakemake(moved, "--dry-run")
+    assert res.returncode == 0, res.out[-4000:]
+    assert "Nothing to be done" in res.out, res.out[-4000:]
 
 
 def _other_study(workdir: Path) -> None:
@@ -208,8 +203,8 @@ def test_compare_and_expectations(built):
     try:
         # Snakemake's default triggers: a changed param re-runs the rules that take it
         res = run_analysis(workdir, ("mtime", "params", "input", "code"))
-        assert res.returncode == 0, res.stderr[-4000:]
-        stats = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", res.stdout + res.stderr, re.S)
+        assert res.returncode == 0, res.out[-4000:]
+        stats = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", res.out, re.S)
         ran = {line.split()[0] for line in stats.group(1).strip().splitlines()}
         # a report setting re-runs only what reads it, never the tables or the model
         assert ran == {"plot_figures", "evaluate_expectations", "render_report", "all"}, ran
@@ -225,14 +220,14 @@ def test_compare_and_expectations(built):
         assert res.returncode == 1 and "FAIL fail" in res.stdout, res.stdout + res.stderr
         # a misspelt metric stops the workflow as it loads, listing the allowed ones
         cfg.write_text(original + "\nreport:\n  expect:\n    - {metric: strong_eficiency, min: 0.7}\n")
-        res = snakemake(workdir, "--profile", "profiles/local", "--dry-run")
-        out = res.stdout + res.stderr
+        res = snakemake(workdir, "--dry-run")
+        out = res.out
         assert res.returncode != 0 and "report.expect[0].metric: 'strong_eficiency' is not a known metric" in out, out
         assert "allowed metrics: strong_efficiency" in out
         # a compared folder that is not there: the key and the folder in the error
         cfg.write_text(original + "\nreport:\n  compare: [results/nowhere]\n")
         res = run_analysis(workdir)
         assert res.returncode != 0
-        assert "report.compare[0]: results/nowhere: no such folder" in res.stdout + res.stderr
+        assert "report.compare[0]: results/nowhere: no such folder" in res.out
     finally:
         cfg.write_text(original)

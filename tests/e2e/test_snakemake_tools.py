@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import snakemake, tiny
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,9 +57,7 @@ def test_snakefmt_has_nothing_to_change():
 
 
 def test_workflow_runs_as_a_module_of_another_workflow(tmp_path):
-    cfg = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
-    cfg["experiments"] = {"strong": {**cfg["experiments"]["strong"], "non_ddp_baseline": False},
-                          "allreduce": {"enabled": False}}
+    cfg = tiny(strong={"non_ddp_baseline": False}, allreduce={"enabled": False})
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     (tmp_path / "Snakefile").write_text(f'''configfile: "tiny.yaml"
 
@@ -78,9 +77,8 @@ rule all:
     input:
         rules.kanscale_all.input,
 ''')
-    r = subprocess.run([str(BIN / "snakemake"), "--cores", "2", "--resources", "measure_slots=1"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+    # another workflow's own Snakefile and config: no profile, no --configfile
+    snakemake(tmp_path, [], "--cores", "2", "--resources", "measure_slots=1", profile=None)
     points = sorted(p.name for p in (tmp_path / "results" / "tiny" / "points").glob("*.json"))
     assert len(points) == 2, points
     assert (tmp_path / "reports" / "tiny" / "report.html").stat().st_size > 0

@@ -2,24 +2,17 @@
 byte is written; `make plan` on the paper's matrix; `make status` and `make report` while a study
 runs in the same folder, without taking its lock."""
 
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
+from workflow_runs import ROOT, command, copy_workflow, tiny
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 STUDY_PY = ROOT / "workflow" / "scripts" / "study.py"
-
-
-def copy_workflow(dst: Path) -> None:
-    for name in ("Snakefile", "workflow", "config", "profiles"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, dst / name)
 
 
 @pytest.mark.parametrize("text, extra, first_words", [
@@ -76,27 +69,24 @@ def test_paper_matrix_dry_runs_with_both_implementations(tmp_path):
 
 
 def test_status_and_report_while_a_study_runs(tmp_path):
-    copy_workflow(tmp_path)
-    cfg = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
     # strong and comm only (5 points): enough to still be running when status and report run
-    cfg["experiments"] = {"strong": cfg["experiments"]["strong"], "comm": cfg["experiments"]["comm"],
-                          "allreduce": {"enabled": False}}
+    cfg = tiny(strong={}, comm={}, allreduce={"enabled": False})
     # fresh interpreters (~5 s a point) keep the study running while status and report run beside
     # it; warm-started points (~1 s) could all finish first
     cfg.setdefault("resources", {})["warm_start"] = False
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
-    sm = subprocess.Popen([str(BIN / "snakemake"), "--profile", "profiles/local", "--configfile", "tiny.yaml"],
-                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    copy_workflow(tmp_path, config=cfg)
+    sm = subprocess.Popen(command(tmp_path, ["study.yaml"]), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
     points = tmp_path / "results" / "tiny" / "points"
     end = time.monotonic() + 300
     while time.monotonic() < end and len(list(points.glob("*.json"))) < 2:
         time.sleep(0.5)
     assert sm.poll() is None, "the study ended before the commands could run beside it"
-    status = subprocess.run([sys.executable, str(STUDY_PY), "status", "tiny.yaml"], cwd=tmp_path, capture_output=True,
+    status = subprocess.run([sys.executable, str(STUDY_PY), "status", "study.yaml"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)
     assert status.returncode == 0, status.stderr
     assert " ok  " in status.stdout and ("not submitted" in status.stdout or "running" in status.stdout)
-    report = subprocess.run([sys.executable, str(STUDY_PY), "report", "tiny.yaml"], cwd=tmp_path,
+    report = subprocess.run([sys.executable, str(STUDY_PY), "report", "study.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "reports" / "tiny" / "report.html").read_text()
@@ -104,4 +94,4 @@ def test_status_and_report_while_a_study_runs(tmp_path):
     assert sm.wait(timeout=900) == 0  # the study was not disturbed (no lock taken, no point run)
     import plan
 
-    assert len(list(points.glob("*.json"))) == len(plan.build_points(plan.load_config(tmp_path / "tiny.yaml")))
+    assert len(list(points.glob("*.json"))) == len(plan.build_points(plan.load_config(tmp_path / "study.yaml")))

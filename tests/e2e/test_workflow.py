@@ -1,9 +1,10 @@
 """The whole local study on a tiny config, started as README says (`make demo`, which makes .venv
 inside the checkout), from a checkout whose path holds a space and a `$(...)`; then, with that
 .venv's snakemake, what an operator does to it: nothing changed -> nothing runs; a record
-deleted, failed, truncated, emptied or hand-written -> exactly that point runs again; a width added
--> only the new points; kill -9 of snakemake mid-point -> (after the README's --unlock) the point
-runs once more, with no concurrent duplicate and no orphan left behind."""
+deleted, failed, truncated, emptied or hand-written, and a width added -> exactly those points run
+(one run); kill -9 of snakemake mid-point -> no orphan, and after the README's --unlock the same
+command runs the point again; SIGTERM of that run -> the point is cancelled and the report says so;
+the next run measures it once, with no concurrent duplicate."""
 
 import json
 import os
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import job_counts, measured
 
+import workflow_runs
 from kan import record as records
 
 pytestmark = pytest.mark.e2e
@@ -26,12 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = "tiny"
 
 
+def _in_checkout(workdir: Path) -> dict:
+    # the documented local command with the checkout's own .venv (made by `make demo`) and the
+    # profile by its absolute path (keep-going, rerun-incomplete, one point at a time)
+    return {"profile": None, "python": workdir / ".venv" / "bin" / "python"}
+
+
 def command(workdir: Path, configfile: Path, *extra: str) -> list[str]:
-    # the documented local command with the checkout's own .venv (made by `make demo`): the profile
-    # (keep-going, rerun-incomplete, one point at a time)
-    python = str(workdir / ".venv" / "bin" / "python")
-    return [python, "-m", "snakemake", "--profile", str(workdir / "profiles" / "local"), "--configfile",
-            str(configfile), *extra]
+    return workflow_runs.command(workdir, [configfile], "--profile", str(workdir / "profiles" / "local"), *extra,
+                                 **_in_checkout(workdir))
 
 
 def copy_checkout(dest: Path) -> None:
@@ -46,23 +52,8 @@ def copy_checkout(dest: Path) -> None:
 
 
 def snakemake(workdir: Path, configfile: Path, *extra: str) -> str:
-    r = subprocess.run(command(workdir, configfile, *extra), cwd=workdir, capture_output=True, text=True,
-                       timeout=900)
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-6000:]
-    return out
-
-
-def job_counts(log: str) -> dict[str, int]:
-    """Snakemake's 'Job stats' table -> {rule: count} ({} when nothing ran)."""
-    m = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", log, re.S)
-    if not m:
-        return {}
-    return {rule: int(n) for rule, n in (ln.split() for ln in m.group(1).strip().splitlines())}
-
-
-def measured(log: str) -> set[str]:
-    return set(re.findall(r"Job \d+: measure ([^\s:]+)", log))
+    return workflow_runs.snakemake(workdir, [configfile], "--profile", str(workdir / "profiles" / "local"), *extra,
+                                   **_in_checkout(workdir)).out
 
 
 def seed_venv(venv: Path) -> None:
@@ -148,8 +139,9 @@ def test_nothing_changed_runs_nothing(study):
     assert "Nothing to be done" in log
 
 
-def test_deleted_failed_and_invalid_records_rerun_exactly_those_points(study):
-    """What an operator (or a crash) does to records: each damaged point runs once more, nothing else."""
+def test_damaged_records_and_an_added_width_rerun_exactly_those_points(study):
+    """What an operator (or a crash) does to records, and a width added to the config, in one run:
+    each damaged point runs once more, the new width's point runs, nothing else."""
     work, cfg, _ = study
     recs = records_of(work)
     names = [n for n in sorted(recs) if recs[n]["point"]["experiment"] != "allreduce"]
@@ -168,26 +160,20 @@ def test_deleted_failed_and_invalid_records_rerun_exactly_those_points(study):
             path.write_text({"truncate": text[: len(text) // 2], "empty": "", "hand-written ok": '{"status": "ok"}',
                              "another point's": (points_dir(work) / f"{names[-1]}.json").read_text()}[how])
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: only the content says "run me again"
-    log = snakemake(work, cfg)
-    counts = job_counts(log)
-    assert measured(log) == set(damage), (sorted(measured(log)), log[-3000:])
-    assert counts.get("collect_measurements") == 1
-    for victim in damage:
-        assert records.read(points_dir(work) / f"{victim}.json", victim)["status"] == "ok"
-    assert job_counts(snakemake(work, cfg)) == {}  # and then they are done for good
-
-
-def test_added_width_runs_only_new_points(study):
-    work, cfg, _ = study
-    before = set(records_of(work))
+    before = set(recs)
     data = yaml.safe_load(cfg.read_text())
     data["experiments"]["model_size"]["hidden_widths"].append(12)
     cfg2 = work / "tiny-wider.yaml"
     cfg2.write_text(yaml.safe_dump(data))
     log = snakemake(work, cfg2)
+    counts = job_counts(log)
     new = set(records_of(work)) - before
     assert len(new) == 1 and "2x12x1" in next(iter(new))
-    assert measured(log) == new, log[-3000:]
+    assert measured(log) == set(damage) | new, (sorted(measured(log)), log[-3000:])
+    assert counts.get("collect_measurements") == 1
+    for victim in damage:
+        assert records.read(points_dir(work) / f"{victim}.json", victim)["status"] == "ok"
+    assert job_counts(snakemake(work, cfg2)) == {}  # and then they are done for good
 
 
 def _point_processes(work: Path) -> list[int]:
@@ -204,7 +190,7 @@ def _point_processes(work: Path) -> list[int]:
 
 
 def _long_study(work: Path, cfg: Path, name: str, epochs: int) -> Path:
-    """One 1x2 strong point that trains long enough to be hit mid-run."""
+    """One 1x2 strong point that trains long enough to be hit mid-run (about 10 s on 2 cores)."""
     data = yaml.safe_load(cfg.read_text())
     data["training"]["max_steps"] = 0
     data["training"]["epochs"] = epochs
@@ -222,31 +208,17 @@ def _start_and_wait_for_the_point(work: Path, cfg: Path) -> subprocess.Popen:
     while time.monotonic() < end and len(_point_processes(work)) < 3:  # launcher + 2 ranks
         time.sleep(0.2)
     assert _point_processes(work), "the point never started"
-    time.sleep(2)
+    time.sleep(1)  # its ranks are past their start: in the training loop, seconds from its end
     return sm
 
 
-def test_sigterm_of_snakemake_cancels_the_point_and_the_report_says_so(study):
+def test_kill_9_then_unlock_rerun_then_sigterm_cancels_and_the_next_run_measures_once(study):
+    """kill -9 of snakemake mid-point: no orphan; the same command is refused until the README's
+    --unlock. That command, hit with SIGTERM (what a scheduler or `kill` sends) mid-point: the point
+    is cancelled and the report says so. The next run measures it once: one ok attempt in all."""
     work, cfg, _ = study
-    cfg4 = _long_study(work, cfg, "tiny-term.yaml", epochs=31)
-    sm = _start_and_wait_for_the_point(work, cfg4)
-    sm.send_signal(signal.SIGTERM)  # what a scheduler or `kill` sends
-    sm.wait(timeout=300)
-    assert not _point_processes(work)
-    recs = {k: r for k, r in records_of(work).items() if r["status"] != "ok"}
-    assert [r["status"] for r in recs.values()] == ["cancelled"], recs
-    report = work / "reports" / STUDY / "report.html"
-    (pid,) = recs
-    assert report.stat().st_mtime >= (points_dir(work) / f"{pid}.json").stat().st_mtime  # not the old report
-    assert "cancelled" in report.read_text()
-    log = snakemake(work, cfg4)  # the next run measures the cancelled point
-    assert measured(log) == {pid} and records.read(points_dir(work) / f"{pid}.json", pid)["status"] == "ok"
-
-
-def test_kill_9_of_snakemake_then_unlock_and_rerun(study):
-    work, cfg, _ = study
-    cfg3 = _long_study(work, cfg, "tiny-long.yaml", epochs=30)
-    sm = _start_and_wait_for_the_point(work, cfg3)
+    long = _long_study(work, cfg, "tiny-long.yaml", epochs=120)
+    sm = _start_and_wait_for_the_point(work, long)
     sm.send_signal(signal.SIGKILL)
     sm.wait()
     t0 = time.monotonic()
@@ -256,13 +228,25 @@ def test_kill_9_of_snakemake_then_unlock_and_rerun(study):
     assert not _point_processes(work), "orphans survived snakemake"
     assert gone_s < 15
     # the documented recovery: unlock, then the same command
-    rerun = command(work, cfg3)
+    rerun = command(work, long)
     locked = subprocess.run(rerun, cwd=work, capture_output=True, text=True, timeout=600)
     assert locked.returncode != 0 and "unlock" in (locked.stdout + locked.stderr).lower()
     subprocess.run([*rerun, "--unlock"], cwd=work, check=True, capture_output=True, timeout=120)
-    log = snakemake(work, cfg3)
-    (pid,) = measured(log)
-    assert records.read(points_dir(work) / f"{pid}.json", pid)["status"] == "ok"
+
+    sm = _start_and_wait_for_the_point(work, long)
+    sm.send_signal(signal.SIGTERM)
+    sm.wait(timeout=300)
+    assert not _point_processes(work)
+    recs = {k: r for k, r in records_of(work).items() if r["status"] != "ok"}
+    assert [r["status"] for r in recs.values()] == ["cancelled"], recs
+    report = work / "reports" / STUDY / "report.html"
+    (pid,) = recs
+    assert report.stat().st_mtime >= (points_dir(work) / f"{pid}.json").stat().st_mtime  # not the old report
+    assert "cancelled" in report.read_text()
+
+    log = snakemake(work, long)  # the next run measures the cancelled point
+    assert measured(log) == {pid} and records.read(points_dir(work) / f"{pid}.json", pid)["status"] == "ok"
     outcomes = [json.loads(p.read_text()) for p in (work / "results" / STUDY / "attempts" / pid).glob("*/outcome.json")]
-    assert sorted(o["status"] for o in outcomes) == ["cancelled", "ok"]  # the killed attempt, then exactly one
-    assert job_counts(snakemake(work, cfg3)) == {}
+    # the killed attempt, the SIGTERM'd one, then exactly one that measured
+    assert sorted(o["status"] for o in outcomes) == ["cancelled", "cancelled", "ok"], outcomes
+    assert job_counts(snakemake(work, long)) == {}
