@@ -1,14 +1,13 @@
 """The study commands an operator runs around the workflow: bad input stops everything before a
-byte is written; `make plan` on the paper's matrix; `make status` and `make report` while a study
-runs in the same folder, without taking its lock."""
+byte is written; `make plan` on the paper's matrix. (`make status` and `make report` while a study
+runs in the same folder, without taking its lock: beside the demo, tests/e2e/test_workflow.py.)"""
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from workflow_runs import ROOT, command, copy_workflow, tiny
+from workflow_runs import ROOT
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -66,32 +65,3 @@ def test_paper_matrix_dry_runs_with_both_implementations(tmp_path):
     out = r.stdout + r.stderr
     assert "make_pykan_env" in out and "-pykan-2x64x1-n4g2-" in out and "-kanscale_bspline-2x64x1-n4g2-" in out
     assert "4 node(s) x 2 rank(s) per node, time limit 30 min" in out
-
-
-def test_status_and_report_while_a_study_runs(tmp_path):
-    # strong and comm only (5 points): enough to still be running when status and report run
-    cfg = tiny(strong={}, comm={}, allreduce={"enabled": False})
-    # fresh interpreters (~5 s a point) keep the study running while status and report run beside
-    # it; warm-started points (~1 s) could all finish first
-    cfg.setdefault("resources", {})["warm_start"] = False
-    copy_workflow(tmp_path, config=cfg)
-    sm = subprocess.Popen(command(tmp_path, ["study.yaml"]), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-    points = tmp_path / "results" / "tiny" / "points"
-    end = time.monotonic() + 300
-    while time.monotonic() < end and len(list(points.glob("*.json"))) < 2:
-        time.sleep(0.5)
-    assert sm.poll() is None, "the study ended before the commands could run beside it"
-    status = subprocess.run([sys.executable, str(STUDY_PY), "status", "study.yaml"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120)
-    assert status.returncode == 0, status.stderr
-    assert " ok  " in status.stdout and ("not submitted" in status.stdout or "running" in status.stdout)
-    report = subprocess.run([sys.executable, str(STUDY_PY), "report", "study.yaml"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600)
-    assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "reports" / "tiny" / "report.html").read_text()
-    assert "missing" in html or "running" in html
-    assert sm.wait(timeout=900) == 0  # the study was not disturbed (no lock taken, no point run)
-    import plan
-
-    assert len(list(points.glob("*.json"))) == len(plan.build_points(plan.load_config(tmp_path / "study.yaml")))

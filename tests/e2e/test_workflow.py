@@ -1,6 +1,7 @@
 """The whole local study on a tiny config, started as README says (`make demo`, which makes .venv
 inside the checkout), from a checkout whose path holds a space and a `$(...)`; then, with that
-.venv's snakemake, what an operator does to it: nothing changed -> nothing runs; a record
+.venv's snakemake, what an operator does to it: `make status` and `make report` while it runs ->
+what is done and what is missing, the study undisturbed; nothing changed -> nothing runs; a record
 deleted, failed, truncated, emptied or hand-written, and a width added -> exactly those points run
 (one run); kill -9 of snakemake mid-point -> no orphan, and after the README's --unlock the same
 command runs the point again; SIGTERM of that run -> the point is cancelled and the report says so;
@@ -82,14 +83,35 @@ def study(tmp_path_factory):
     shutil.copy(ROOT / "tests" / "configs" / "tiny.yaml", cfg)
     seed_venv(work / ".venv")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    r = subprocess.run(["make", "demo", "CONFIG=tiny.yaml"], cwd=work, capture_output=True, text=True, timeout=1800,
-                       env=env)
-    log = r.stdout + r.stderr
-    assert r.returncode == 0, log[-6000:]
-    printed = re.findall(r"^Report: (.*)$", r.stdout, re.M)
+    out_path = work.parent / "demo.out"
+    with open(out_path, "w") as out:
+        demo = subprocess.Popen(["make", "demo", "CONFIG=tiny.yaml"], cwd=work, stdout=out, stderr=subprocess.STDOUT,
+                                text=True, env=env)
+        beside = _status_and_report_beside(work, demo, env)
+        rc = demo.wait(timeout=1800)
+    log = out_path.read_text()
+    assert rc == 0, log[-6000:]  # the study was not disturbed by the commands beside it
+    printed = re.findall(r"^Report: (.*)$", log, re.M)
     assert printed == [str(work / "reports" / STUDY / "report.html")], printed
     assert Path(printed[0]).is_file()
-    return work, cfg, log
+    return work, cfg, log, beside
+
+
+def _status_and_report_beside(work: Path, demo: subprocess.Popen, env: dict) -> dict:
+    """README's `make status` and `make report` while `make demo` runs in the same folder (neither
+    takes snakemake's lock or runs a point), once its first record exists: {status's output, the
+    report page it made}. (Once a test of its own, with a study of its own: tests/e2e/test_study_commands.py.)"""
+    end = time.monotonic() + 900
+    while time.monotonic() < end and demo.poll() is None and not list(points_dir(work).glob("*.json")):
+        time.sleep(0.2)
+    assert demo.poll() is None, "the study ended before the commands could run beside it"
+    runs = {}
+    for name in ("status", "report"):
+        r = subprocess.run(["make", "--no-print-directory", name, "CONFIG=tiny.yaml"], cwd=work, capture_output=True,
+                           text=True, timeout=600, env=env)
+        assert r.returncode == 0, (name, r.stdout[-3000:], r.stderr[-3000:])
+        runs[name] = r.stdout
+    return {"status": runs["status"], "report_html": (work / "reports" / STUDY / "report.html").read_text()}
 
 
 def points_dir(work: Path) -> Path:
@@ -101,7 +123,7 @@ def records_of(work: Path) -> dict[str, dict]:
 
 
 def test_full_study_produces_records_tables_and_report(study):
-    work, cfg, log = study
+    work, cfg, log, _ = study
     assert not list(work.parent.rglob("PWNED")) and not list(Path.cwd().glob("PWNED"))
     assert (work / ".venv" / "bin" / "python").exists()  # the venv lives inside the odd path
     recs = records_of(work)
@@ -132,8 +154,17 @@ def test_full_study_produces_records_tables_and_report(study):
     assert not list((work / "results" / STUDY / "attempts").glob("*/claim.json"))
 
 
+def test_status_and_report_while_the_study_runs(study):
+    """make status / make report beside the running demo: some points done, some not yet; the
+    partial report says what is missing; the demo ran on undisturbed (its exit 0: the fixture)."""
+    _, _, _, beside = study
+    status = beside["status"]
+    assert " ok  " in status and ("not submitted" in status or "running" in status), status
+    assert "missing" in beside["report_html"] or "running" in beside["report_html"]
+
+
 def test_nothing_changed_runs_nothing(study):
-    work, cfg, _ = study
+    work, cfg, _, _ = study
     log = snakemake(work, cfg)
     assert job_counts(log) == {}, log[-3000:]
     assert "Nothing to be done" in log
@@ -142,9 +173,11 @@ def test_nothing_changed_runs_nothing(study):
 def test_damaged_records_and_an_added_width_rerun_exactly_those_points(study):
     """What an operator (or a crash) does to records, and a width added to the config, in one run:
     each damaged point runs once more, the new width's point runs, nothing else."""
-    work, cfg, _ = study
+    work, cfg, _, _ = study
     recs = records_of(work)
-    names = [n for n in sorted(recs) if recs[n]["point"]["experiment"] != "allreduce"]
+    # one-node training points: warm-started, seconds each (a 2-node point starts fresh interpreters)
+    names = [n for n in sorted(recs) if recs[n]["point"]["experiment"] != "allreduce"
+             and recs[n]["point"]["placement"]["nodes"] == 1]
     damage = dict(zip(names, ["delete", "failed", "truncate", "empty", "hand-written ok", "another point's"]))
     for victim, how in damage.items():
         path = points_dir(work) / f"{victim}.json"
@@ -216,7 +249,7 @@ def test_kill_9_then_unlock_rerun_then_sigterm_cancels_and_the_next_run_measures
     """kill -9 of snakemake mid-point: no orphan; the same command is refused until the README's
     --unlock. That command, hit with SIGTERM (what a scheduler or `kill` sends) mid-point: the point
     is cancelled and the report says so. The next run measures it once: one ok attempt in all."""
-    work, cfg, _ = study
+    work, cfg, _, _ = study
     long = _long_study(work, cfg, "tiny-long.yaml", epochs=120)
     sm = _start_and_wait_for_the_point(work, long)
     sm.send_signal(signal.SIGKILL)
