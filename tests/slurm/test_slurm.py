@@ -2,12 +2,13 @@
 
     pytest -m slurm tests/slurm        # as root on Debian/Ubuntu; ~4 minutes
 
-Only what Slurm shows is tested here (what the workflow does with records is the local tests'): the
-sbatch line of each placement and what Slurm granted, ranks per node, a re-run that submits only the
-missing point, adaptive looks as local rules whose repeats are jobs, a rendezvous that cannot
-complete, the srun launcher, and kill -9 of snakemake with jobs running (squeue-aware re-run).
-The main study (tests/slurm/study.yaml + study-adaptive.yaml) has one point per placement 1x1, 1x2,
-2x1, 2x2 (nodes x GPUs per node) and one look; snakemake runs with `--profile profiles/slurm
+Only what Slurm shows is tested here (what the workflow does with records is the local tests'; the
+adaptive looks run once, locally: tests/e2e/test_adaptive.py): the sbatch line of each placement and
+what Slurm granted, ranks per node, a re-run that submits only the missing point (every rule but
+the measurement, the looks included, is local), a rendezvous that cannot complete, the srun
+launcher, and kill -9 of snakemake with jobs running (squeue-aware re-run).
+The main study tests/slurm/study.yaml has one point per placement 1x1, 1x2, 2x1, 2x2 (nodes x
+GPUs per node); snakemake runs with `--profile profiles/slurm
 --profile tests/slurm/profile` (the second holds only what the local Slurm needs: squeue status
 checks, short polling). It runs in a temporary copy of the workflow; KANSCALE_KEEP_SLURM_WORKDIR=1
 keeps that copy (records, logs, snakemake-*.log with every sbatch line) for inspection.
@@ -36,7 +37,7 @@ STUDY = "slurmci"
 PLACEMENTS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (nodes, gpus per node)
 MEM_MB_PER_RANK, CPUS_PER_RANK, RUNTIME_MIN = 500, 1, 5  # as in tests/slurm/study.yaml
 # each study's config files, layered in this order (paths relative to the work folder)
-CONFIGS = {STUDY: ["study.yaml", "study-adaptive.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
+CONFIGS = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
            "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"],
            "slurmemu": ["study.yaml", "study-emulated.yaml"]}
 
@@ -99,8 +100,8 @@ def report_target(workdir: Path, study: str) -> str:
 @pytest.fixture(scope="module")
 def e2e(workdir: Path):
     target = report_target(workdir, STUDY)
-    rc, log, wall = snakemake(workdir, STUDY)  # rule all: records, the look and its repeats, report
-    print(f"\n[slurm] e2e study ({len(PLACEMENTS)} placements, one look) took {wall:.0f} s", file=sys.stderr)
+    rc, log, wall = snakemake(workdir, STUDY)  # rule all: records + report
+    print(f"\n[slurm] e2e study ({len(PLACEMENTS)} points) took {wall:.0f} s", file=sys.stderr)
     assert rc == 0, log[-5000:]
     return {"log": log, "wall": wall, "target": target}
 
@@ -178,20 +179,6 @@ def test_study_output_renders(e2e, workdir):
         assert sorted(df["world_size"].unique()) == [1, 2, 4]
 
 
-def test_adaptive_look_is_a_local_rule_and_its_repeats_are_slurm_jobs(e2e, workdir):
-    look = json.loads((workdir / "results" / STUDY / "looks" / "look1.json").read_text())
-    added = look["history"][0]["added"]
-    assert added, look["history"][0]
-    calls = sbatch_calls(e2e["log"])
-    assert not [c for c in calls if "rule_look" in c]  # the look is a local rule, never a job
-    second = {p.family: p.id for p in _points(STUDY) if p.rep == 1}  # the repeat only a look asks for
-    for fam in added:
-        pid = second[fam]
-        assert f"rule_measure_point_wildcards_{STUDY}_{pid}" in calls, sorted(calls)  # the added repeat: a job
-        assert load_record(workdir, pid)["status"] == "ok"
-    assert (workdir / "reports" / STUDY / "report.html").exists()
-
-
 def test_incremental_one_missing_record_one_sbatch(e2e, workdir):
     points = [point_id(n, g) for n, g in PLACEMENTS]
     gone = point_id(2, 1)
@@ -212,6 +199,9 @@ def test_incremental_one_missing_record_one_sbatch(e2e, workdir):
                              "rule_render_")) for c in calls), list(calls)
     sources = [workdir / "Snakefile", *sorted((workdir / "workflow" / "rules").glob("*.smk"))]
     assert any(re.search(r"^\s+localrule: True$", f.read_text(), re.M) for f in sources)
+    # the adaptive looks (tests/e2e/test_adaptive.py) are local rules too, never jobs
+    look = (workdir / "workflow" / "rules" / "looks.smk").read_text().split("checkpoint look:", 1)[1]
+    assert re.search(r"^    localrule: True$", look.split("\n\n\n")[0], re.M), look
     assert len(calls) == 1, list(calls)
     assert records[gone].exists() and load_record(workdir, gone)["status"] == "ok"
     for p in points:
