@@ -1,8 +1,9 @@
 """The ddp experiment end to end through real Snakemake and real gloo process groups: DDP's hooks
 at 1x2 on this machine, each combination a point with its own id; bf16 (gloo cannot) comes back
-as a failed point naming the reason while the study finishes; the fp16 and PowerSGD records count
-fewer bytes per step than none; the tables, figures, guideline and the report's "DDP settings"
-section are built from them; a re-run retries only the failed points."""
+as a failed point naming the config key and the reason while the study finishes; each hook learns
+what none learns (fp16 closely, PowerSGD more loosely) and the fp16 and PowerSGD records count
+fewer bytes per step than none, with identical replicas; the tables, figures, guideline and the
+report's "DDP settings" section are built from them; a re-run retries only the failed points."""
 
 import json
 import re
@@ -35,12 +36,45 @@ def test_every_setting_is_a_point_and_bf16_is_a_failed_point_with_its_reason(stu
         by.setdefault(r["point"]["train"].get("comm_hook", "none"), []).append(r)
     assert sorted(by) == ["bf16", "fp16", "none", "powersgd"] and all(len(v) == 2 for v in by.values())
     assert len({r["point"]["id"] for r in recs}) == 8
-    assert all(r["status"] == "failed" and "BF16" in r["reason"] for r in by["bf16"]), [r["reason"] for r in by["bf16"]]
+    assert all(r["status"] == "failed" and "BF16" in r["reason"] and "training.comm_hook=bf16" in r["reason"]
+               for r in by["bf16"]), [r["reason"] for r in by["bf16"]]
     for hook in ("none", "fp16", "powersgd"):
         assert all(r["status"] == "ok" for r in by[hook]), [r.get("reason") for r in by[hook]]
     nbytes = {h: by[h][0]["comm"]["bytes_per_step"] for h in ("none", "fp16", "powersgd")}
     assert nbytes["fp16"] == pytest.approx(nbytes["none"] / 2, rel=0.02), nbytes
     assert nbytes["powersgd"] < nbytes["fp16"], nbytes
+
+
+@pytest.mark.parametrize("hook,tolerance", [
+    ("fp16", 0.05),      # 16-bit gradients: the same curve within a few %
+    ("powersgd", 0.5),   # rank-2 gradients with error feedback: looser
+])
+def test_a_hook_learns_what_none_learns_and_sends_what_it_should(study, hook, tolerance):
+    """Repeat 0 of each setting (the same seed): the loss curve at the same steps, the replicas
+    identical, the bytes a rank sends per step counted from what the hook sends."""
+    work, _ = study
+    rep0 = {}
+    for p in (work / "results" / STUDY / "points").glob("*.json"):
+        r = json.loads(p.read_text())
+        if r["point"]["rep"] == 0:
+            rep0[r["point"]["train"].get("comm_hook", "none")] = r
+    baseline, rec = rep0["none"], rep0[hook]
+    assert rec["point"]["train"]["comm_hook"] == hook and rec["comm"]["comm_hook"] == hook
+    assert f"-{hook}" in rec["point"]["id"] and rec["replicas_identical"] is True
+    base, mine = baseline["loss"]["curve"], rec["loss"]["curve"]
+    assert [c["step"] for c in base] == [c["step"] for c in mine]
+    first, last = base[0]["train_loss"], base[-1]["train_loss"]
+    assert last < 0.5 * first  # the baseline learns at all, so the comparison means something
+    assert abs(mine[-1]["train_loss"] - last) <= tolerance * first, (mine[-1], base[-1])
+    n = baseline["comm"]["bytes_per_step"]
+    assert n == 4 * baseline["model"]["num_params"]
+    sent = rec["comm"]["bytes_per_step"]
+    if hook == "fp16":
+        assert sent == pytest.approx(n / 2, rel=0.01)  # every gradient once, in 2 bytes
+    else:
+        # PowerSGD sends P and Q of rank 2 for the 2-D weights, the rest uncompressed: far less than n
+        assert 0 < sent < 0.5 * n
+    assert "counted" in rec["comm"]["bytes_per_step_source"]
 
 
 def test_table_guideline_and_report_section(study):
