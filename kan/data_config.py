@@ -106,3 +106,11 @@ class DataConfig:
         if self.kind == "file":
             return f"file {self.path.rsplit('/', 1)[-1]}:{self.target}"
         return f"sklearn {self.name}"
+
+
+def is_default_section(section: dict) -> bool:
+    """Whether a validated config's `data:` section describes the default data (the seed paper's
+    synthetic task): the report's config echo then leaves it out, as the point ids do."""
+    fields = {f.name for f in dataclasses.fields(DataConfig)}
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items() if k in fields}
+    return not section["path"] and not section["equations"] and DataConfig(**kw).measured() == {}
