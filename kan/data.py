@@ -82,21 +82,26 @@ def load_data(data: DataConfig, num_samples: int, input_dim: int, noise: float, 
         xv, yv = sample(data.equation, n_val, seed + 1)
         y = y + noise * np.random.default_rng(seed + 2).standard_normal(len(y))
         facts = {"kind": "feynman", "equation": data.equation, "num_train_rows": num_samples}
+        rows = None
     else:
         table = tables.read_table(data)
-        if data.sha256 and tables.content_hash(data) != data.sha256:
+        found = tables.content_hash(data) if data.sha256 else ""
+        if found != data.sha256:
             raise ValueError(f"{table.source}: the file changed since the study was planned (sha256 "
-                             f"{tables.content_hash(data)[:12]}, planned {data.sha256[:12]}); plan again")
+                             f"{found[:12]}, planned {data.sha256[:12]}); plan again")
         train, val = tables.split(len(table.y), data.val_fraction, seed)
-        rows = train[np.arange(num_samples) % len(train)]
-        x, y, xv, yv = table.x[rows], table.y[rows], table.x[val], table.y[val]
+        rows = np.arange(num_samples) % len(train)  # positions in the training rows
+        x, y, xv, yv = table.x[train], table.y[train], table.x[val], table.y[val]
         facts = {"kind": data.kind, "source": table.source, "features": list(table.features),
                  "num_train_rows": len(train), "classes": [str(c) for c in table.classes]}
-    x, xv = tables.standardise(x, xv)
+    x, xv = tables.standardise(x, xv)  # with the training rows' statistics (each row once)
+    if not data.classification:
+        y, yv = tables.standardise(y, yv)
+    if rows is not None:
+        x, y = x[rows], y[rows]
     if data.classification:
         yt, yvt = torch.from_numpy(y).long(), torch.from_numpy(yv).long()
     else:
-        y, yv = tables.standardise(y, yv)
         yt, yvt = torch.from_numpy(y).float()[:, None], torch.from_numpy(yv).float()[:, None]
     xt, xvt = torch.from_numpy(x).float(), torch.from_numpy(xv).float()
     facts.update(num_val=len(yvt), val_checksum=_checksum(xvt, yvt))
