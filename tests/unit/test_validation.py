@@ -9,6 +9,7 @@ import numpy as np
 
 from kan import loop, train
 from kan import record as records
+from scaling.tables.tidy import collect
 
 SMALL = ["--widths=2,8,2", "--grid-size=5", "--samples=1024", "--epochs=1", "--batch-per-rank=32",
          "--warmup-steps=2", "--device=cpu", "--threads-per-rank=1"]
@@ -36,6 +37,11 @@ def test_classification_records_a_held_out_curve_with_accuracy(tmp_path):
     assert times == sorted(times) and times[-1] <= rec["timing"]["train_time_s"]
     assert rec["data"]["num_val"] == 60 and rec["data"]["classes"] == ["0", "1"] and rec["data"]["val_identical"]
     assert rec["loss"]["test_accuracy"] == v["curve"][-1]["val_accuracy"]
+    # the tidy layer carries the curve to val_curves.csv
+    vals = collect([rec["point"]], {rec["point"]["id"]: str(out)})["val_curves"]
+    assert list(vals["samples_seen"]) == [256, 512, 768, 1024] and list(vals["val_accuracy"]) == [
+        c["val_accuracy"] for c in v["curve"]]
+    assert set(vals["data"]) == {"file t.csv:label"} and set(vals["global_batch"]) == {32}
 
 
 def test_default_records_have_no_validation_curve(tmp_path):
