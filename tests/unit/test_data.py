@@ -220,3 +220,12 @@ def test_the_shipped_real_data_config_plans(root):
     pts = [p for p in plan.build_points(cfg).values() if p.experiment != "allreduce"]
     assert pts and {(p.data.kind, p.data.name) for p in pts} == {("sklearn", "breast_cancer")}
     assert all(p.data.classification and p.model.widths[-1] == 2 and p.train.eval_every_samples for p in pts)
+
+
+def test_the_schema_lists_the_equations_and_datasets_the_code_has():
+    props = plan.load_schema()["properties"]["data"]["properties"]
+    from kan.data_config import KINDS, SKLEARN, TASKS
+
+    assert props["equations"]["items"]["enum"] == list(feynman.EQUATIONS)
+    assert props["name"]["enum"] == ["", *SKLEARN]
+    assert tuple(props["kind"]["enum"]) == KINDS and tuple(props["task"]["enum"]) == TASKS
