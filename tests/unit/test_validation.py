@@ -42,6 +42,7 @@ def test_classification_records_a_held_out_curve_with_accuracy(tmp_path):
     assert list(vals["samples_seen"]) == [256, 512, 768, 1024] and list(vals["val_accuracy"]) == [
         c["val_accuracy"] for c in v["curve"]]
     assert set(vals["data"]) == {"file t.csv:label"} and set(vals["global_batch"]) == {32}
+    assert set(vals["model"]) == {"kan-bspline [2,8,2] on file t.csv:label"}  # the data are part of the model label
 
 
 def test_default_records_have_no_validation_curve(tmp_path):

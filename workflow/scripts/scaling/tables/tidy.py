@@ -20,6 +20,7 @@ import pandas as pd
 
 from kan import record as records
 from kan.config import Point
+from kan.data_config import DataConfig
 
 from ..common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class
 
@@ -47,7 +48,10 @@ def model_label(point: dict) -> str:
     m = point["model"]
     # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name
     name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else m["impl"]
-    return f"{name} [{','.join(map(str, m['widths']))}]"
+    # data other than the default say so: two Feynman equations of one study are two models to
+    # every table (which group by this label), never repeats of one
+    on = f" on {DataConfig(**point['data']).label}" if "data" in point else ""
+    return f"{name} [{','.join(map(str, m['widths']))}]{on}"
 
 
 def last_attempt(points_dir: Path, point_id: str) -> str | None:
