@@ -9,21 +9,21 @@ a field, the schema states the same default and bounds (tests/unit/test_config.p
 A point's id is a readable stem plus a short hash of every field that changes what is measured
 (`Point.measured`): changing the grid size gives new ids, so old records are never overwritten by a
 different measurement under the same name. What changes no measurement (time limit, memory,
-timeouts, limits) is in kan/settings.py, re-exported here; the field checks are in kan/fields.py.
+timeouts, limits) is in kan/settings.py, re-exported here; the field checks are in kan/fields.py,
+the dataset (`data:`) in kan/data_config.py, the command-line bridge in kan/point_args.py.
 No torch import here: the workflow and the launcher need this module in processes that start fast.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
 import re
-import typing
 from dataclasses import dataclass, field
 
-from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, parser_for, plain, validate
+from .data_config import DataConfig
+from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, plain, validate
 from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
 # pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
@@ -36,8 +36,6 @@ COMM_HOOKS = ("none", "fp16", "bf16", "powersgd")
 NCCL_ALGOS = ("", "Ring", "Tree")
 LAUNCHERS = ("torchrun", "srun")
 DEVICES = ("auto", "cpu", "cuda")
-# the synthetic task (kan/data.py): f(x) = sum_i x_i^2 has exactly one target
-TARGET_DIM = 1
 # seeds are offset by the epoch and +1 (held-out data); keep seed + offsets inside int64
 MAX_SEED = 2**62
 POINT_VERSION = 1
@@ -66,9 +64,6 @@ class ModelConfig:
         validate(self, "model.", None)
         if len(self.widths) < 2:
             raise PointError("model.widths", f"needs an input and an output width, got {list(self.widths)}")
-        if self.widths[-1] != TARGET_DIM:
-            raise PointError("model.widths", f"the last width is the output and the task (sum of x_i^2) has "
-                                             f"{TARGET_DIM} target, got {self.widths[-1]}")
         if len(self.grid_range) != 2 or not self.grid_range[1] > self.grid_range[0]:
             raise PointError("model.grid_range", f"must be [lo, hi] with hi > lo, got {list(self.grid_range)}")
         if self.impl == "pykan" and self.basis != "bspline":
@@ -109,6 +104,8 @@ class TrainConfig:
         lo=0))
     loss_every_steps: int = field(default=10, metadata=meta(
         "the training loss curve gets one entry every this many steps (for time-to-target)", "steps", lo=1))
+    eval_every_samples: int = field(default=0, metadata=meta(
+        "held-out loss (and accuracy) every this many samples seen, off the clock (0 = off)", "samples", lo=0))
     ddp: bool = field(default=True, metadata=meta(
         "train under DistributedDataParallel; false = the single-process non-DDP baseline (world size 1)"))
     bucket_cap_mb: float = field(default=25.0, metadata=meta(
@@ -165,6 +162,8 @@ class TrainConfig:
         for k in DDP_SETTINGS:
             if k not in changed or (k.startswith("powersgd_") and self.comm_hook != "powersgd"):
                 d.pop(k)
+        if not self.eval_every_samples:  # off: every point measured before it existed keeps its id
+            d.pop("eval_every_samples")
         return d
 
 
@@ -246,6 +245,7 @@ class Point:
     train: TrainConfig = field(default_factory=TrainConfig)
     placement: Placement = field(default_factory=Placement)
     allreduce: AllreduceConfig | None = None  # only for experiment "allreduce"
+    data: DataConfig = field(default_factory=DataConfig)
     limits: Limits = field(default_factory=Limits, compare=False)
 
     def __post_init__(self) -> None:
@@ -256,6 +256,7 @@ class Point:
             sub = getattr(self, name)
             if sub is not None:
                 validate(sub, f"{'training' if name == 'train' else name}.", self.limits)
+        self.data.check_widths(self.model.widths)
         if (self.experiment == "allreduce") != (self.allreduce is not None):
             raise PointError("experiment", "an allreduce point needs allreduce settings, and only it has them")
         p, t = self.placement, self.train
@@ -297,6 +298,8 @@ class Point:
         else:
             d["model"] = self.model.measured()
             d["train"] = self.train.measured()
+            if self.data.measured():  # the default data are left out: old points keep their ids
+                d["data"] = self.data.measured()
         return d
 
     @property
@@ -328,7 +331,10 @@ class Point:
         d["placement"] = self.placement.measured()
         if d.get("train") is not None:
             d["train"] = {k: v for k, v in d["train"].items()
-                          if k not in DDP_SETTINGS or k in self.train.measured()}
+                          if k not in (*DDP_SETTINGS, "eval_every_samples") or k in self.train.measured()}
+        d["data"] = self.data.measured()
+        if not d["data"]:
+            d.pop("data")
         d["id"] = self.id
         d["point_version"] = POINT_VERSION
         return d
@@ -359,12 +365,14 @@ class Point:
     def to_argv(self) -> list[str]:
         """`python -m kan.train` flags for this point (parsed back by point_from_args)."""
         argv = [f"--study={self.study}", f"--experiment={self.experiment}", f"--rep={self.rep}"]
-        for name in ("model", "train", "placement", "allreduce"):
+        for name in ("model", "train", "placement", "allreduce", "data"):
             sub = getattr(self, name)
             if sub is None:
                 continue
             for f in dataclasses.fields(sub):
                 v = getattr(sub, f.name)
+                if name == "data" and f.name not in self.data.measured():
+                    continue  # the default data: the command line of every older point stays as it was
                 if isinstance(v, bool):
                     argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")
                 elif isinstance(v, tuple):
@@ -379,69 +387,7 @@ class Point:
 
 
 _SUBCONFIGS = {"model": ModelConfig, "train": TrainConfig, "placement": Placement, "allreduce": AllreduceConfig,
-               "limits": Limits}
+               "limits": Limits, "data": DataConfig}
 # the config's section for each point part (errors name the config key)
 SECTION = {"model": "model", "train": "training", "placement": "placement", "allreduce": "allreduce",
-           "limits": "limits", "launch": "launch"}
-
-
-# ---- argparse bridge ----------------------------------------------------------------------------
-
-def add_point_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per Point field, grouped like the config; types are checked by the dataclasses, so a
-    bad value fails with the flag's name (see point_from_args)."""
-    g = parser.add_argument_group("point")
-    g.add_argument("--study", default=Point.study)
-    g.add_argument("--experiment", default="strong")
-    g.add_argument("--rep", default="0")
-    g.add_argument("--limits", default="", help="overrides of Limits, e.g. max_width=100000")
-    for name, cls in (("model", ModelConfig), ("train", TrainConfig), ("placement", Placement),
-                      ("allreduce", AllreduceConfig)):
-        grp = parser.add_argument_group(SECTION[name])
-        for f in dataclasses.fields(cls):
-            dest = f"{name}__{f.name}"
-            help_ = f.metadata["help"] + (f" [{f.metadata['unit']}]" if f.metadata["unit"] else "")
-            if f.type in ("bool", bool):
-                grp.add_argument(f"--{flag(f)}", dest=dest, action=argparse.BooleanOptionalAction, default=None,
-                                 help=help_)
-            else:
-                grp.add_argument(f"--{flag(f)}", dest=dest, default=None, metavar=f.name.upper(), help=help_)
-
-
-def point_from_args(args: argparse.Namespace) -> Point:
-    """The Point the flags describe; defaults from the dataclasses. Raises PointError whose `flag`
-    names the offending command-line flag."""
-    hints = {cls: typing.get_type_hints(cls) for cls in (ModelConfig, TrainConfig, Placement, AllreduceConfig)}
-    parts: dict = {}
-    flag_of = {}
-    for name, cls in (("model", ModelConfig), ("train", TrainConfig), ("placement", Placement),
-                      ("allreduce", AllreduceConfig)):
-        kw = {}
-        for f in dataclasses.fields(cls):
-            flag_of[f"{SECTION[name]}.{f.name}"] = f"--{flag(f)}"
-            raw = getattr(args, f"{name}__{f.name}")
-            if raw is None:
-                continue
-            if isinstance(raw, bool):
-                kw[f.name] = raw
-                continue
-            try:
-                kw[f.name] = parser_for(hints[cls][f.name])(raw)
-            except ValueError:
-                raise PointError(f"{SECTION[name]}.{f.name}", f"cannot parse {raw!r}", f"--{flag(f)}") from None
-        parts[name] = kw
-    try:
-        rep = int(args.rep)
-    except ValueError:
-        raise PointError("rep", f"must be an integer, got {args.rep!r}", "--rep") from None
-    try:
-        limits = parse_limits(args.limits)
-        allreduce = AllreduceConfig(**parts["allreduce"]) if args.experiment == "allreduce" else None
-        return Point(study=args.study, experiment=args.experiment, rep=rep, model=ModelConfig(**parts["model"]),
-                     train=TrainConfig(**parts["train"]), placement=Placement(**parts["placement"]),
-                     allreduce=allreduce, limits=limits)
-    except PointError as e:
-        base = e.key.split("[")[0]
-        e.flag = e.flag or flag_of.get(base) or f"--{base.split('.')[-1].replace('_', '-')}"
-        raise
-
+           "limits": "limits", "launch": "launch", "data": "data"}

@@ -4,11 +4,16 @@ The model comes from a factory (`model_factory(point.model, seed) -> nn.Module`;
 kan.models.build_model), so any implementation with the same input/output contract is measured by
 exactly this loop and record: the seed paper's pykan included (workflow/scripts/pykan_train.py).
 
-Per step: zero_grad, forward, MSE, backward, Adam. Every `comm_probe_every`-th step runs under
+Per step: zero_grad, forward, MSE (cross-entropy for a classification table), backward, Adam. Every `comm_probe_every`-th step runs under
 `ddp.no_sync()` and is timed without the all-reduce; an untimed flat all-reduce then averages its
 gradients so the replicas stay identical. Warm-up steps and partial batches are not timed. The
 loss curve gets one entry every `loss_every_steps` steps: the global mean training loss over that
 window, with the training time elapsed (one small all-reduce, after the step's timer stopped).
+
+Validation off the clock: every `eval_every_samples` samples seen (all ranks together), every rank
+evaluates its replica on the held-out rows (identical replicas, identical rows: no communication),
+then waits at a barrier, all between one step's timer and the next; the time it takes is counted
+apart (eval_time_s) and left out of the training time of every curve and of train_time_s.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch.nn.functional as F
 
 from . import ddp_wrap, metrics
 from .config import Point
-from .data import make_dataset, shard_indices
+from .data import load_data, make_dataset, shard_indices
 from .distributed import sync
 from .env import DistInfo
 from .models import build_model, num_params
@@ -97,8 +102,12 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
 
-    x_all, y_all = make_dataset(t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
-    x_all, y_all = x_all.to(device), y_all.to(device)
+    data = load_data(point.data, t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
+    x_all, y_all = data.x.to(device), data.y.to(device)
+    x_val, y_val = data.x_val.to(device), data.y_val.to(device)
+    loss_fn = F.cross_entropy if data.classification else F.mse_loss
+    eval_every = t_cfg.eval_every_samples
+    next_eval, eval_time, val_curve = eval_every, 0.0, []
     shard_len = len(shard_indices(t_cfg.samples, info.rank, info.world_size, 0, t_cfg.seed))
     bpr = t_cfg.batch_per_rank
     steps_per_epoch = math.ceil(shard_len / bpr)
@@ -137,7 +146,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             opt.zero_grad(set_to_none=True)
             if probe:
                 with net.no_sync():
-                    loss = F.mse_loss(net(xb), yb)
+                    loss = loss_fn(net(xb), yb)
                     loss.backward()
                 sync(device)
                 ta = time.perf_counter()
@@ -152,7 +161,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                     nosync_times.append((t1 - t0) - (tb - ta))
                     flat_ar_times.append(tb - ta)
             else:
-                loss = F.mse_loss(net(xb), yb)
+                loss = loss_fn(net(xb), yb)
                 with counter.counting(hooked and timed):
                     loss.backward()
                 opt.step()
@@ -167,8 +176,13 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             window_n += len(xb)
             samples_seen += len(xb) * info.world_size
             step += 1
+            if eval_every and (samples_seen >= next_eval or step == total_steps):
+                eval_time += _validate(model, x_val, y_val, data.classification, info, step, samples_seen,
+                                       time.perf_counter() - t_train - eval_time, val_curve)
+                next_eval = (samples_seen // eval_every + 1) * eval_every  # the next multiple
             if step % t_cfg.loss_every_steps == 0 or step == total_steps:
-                elapsed = time.perf_counter() - t_train  # before the loss all-reduce: training time only
+                # before the loss all-reduce, without the evaluations: training time only
+                elapsed = time.perf_counter() - t_train - eval_time
                 curve.append({"step": step, "samples_seen": samples_seen, "elapsed_s": elapsed,
                               "train_loss": _global_mean(window_loss, window_n, device)})
                 window_loss.zero_()
@@ -176,17 +190,21 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             progress.update(step)
         # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
         epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
-                       "elapsed_s": time.perf_counter() - t_train})
+                       "elapsed_s": time.perf_counter() - t_train - eval_time})
     sync(device)
-    train_time = time.perf_counter() - t_train
+    train_time = time.perf_counter() - t_train - eval_time
 
     if run.weights_out:
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{run.weights_out}.rank{info.rank}.pt")
 
-    # held-out loss of the trained model, same on every rank (identical replicas)
-    xt, yt = make_dataset(min(t_cfg.samples, 4096), m_cfg.widths[0], t_cfg.noise, t_cfg.seed + 1)
-    with torch.no_grad():
-        test_loss = F.mse_loss(model(xt.to(device)), yt.to(device)).item()
+    # held-out loss of the trained model, same on every rank (identical replicas); the synthetic
+    # data's as it always was (4096 fresh rows), any other data's on its held-out rows
+    if point.data.kind == "synthetic":
+        xt, yt = make_dataset(min(t_cfg.samples, 4096), m_cfg.widths[0], t_cfg.noise, t_cfg.seed + 1)
+        with torch.no_grad():
+            test_loss = F.mse_loss(model(xt.to(device)), yt.to(device)).item()
+    else:
+        test_loss, test_accuracy = evaluate(model, x_val, y_val, data.classification)
 
     if device.type == "cuda":
         peak, mem_kind = torch.cuda.max_memory_allocated(device), "cuda_max_allocated"
@@ -202,6 +220,10 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "epochs": epochs,
         "curve": curve,
         "test_loss": test_loss,
+        "test_accuracy": None if point.data.kind == "synthetic" else test_accuracy,
+        "data": data.facts,
+        "val_curve": val_curve,
+        "eval_time_s": eval_time,
         "peak_mem_bytes": peak,
         "mem_kind": mem_kind,
         "num_params": num_params(model),
@@ -213,6 +235,35 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "weights_checksum": float(sum(p.detach().double().sum().item() for p in params)),
         "facts": metrics.rank_facts(device),
     }
+
+
+@torch.no_grad()
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, classification: bool, chunk: int = 8192
+             ) -> tuple[float, float | None]:
+    """(mean held-out loss, accuracy or None) of `model` on x, y, in chunks of `chunk` rows."""
+    loss_sum, correct = 0.0, 0
+    for i in range(0, len(x), chunk):
+        out, yb = model(x[i : i + chunk]), y[i : i + chunk]
+        if classification:
+            loss_sum += F.cross_entropy(out, yb, reduction="sum").item()
+            correct += int((out.argmax(dim=1) == yb).sum().item())
+        else:
+            loss_sum += F.mse_loss(out, yb, reduction="sum").item() / out.shape[1]
+    return loss_sum / len(x), (correct / len(x) if classification else None)
+
+
+def _validate(model, x_val, y_val, classification: bool, info: DistInfo, step: int, samples_seen: int,
+              trained_s: float, curve: list[dict]) -> float:
+    """One evaluation between two steps, appended to `curve` with the training time so far; every
+    rank evaluates, then all meet at a barrier, so no rank's next timed step waits for another's
+    evaluation. Returns the seconds it took (off the training clock)."""
+    t0 = time.perf_counter()
+    val_loss, val_accuracy = evaluate(model, x_val, y_val, classification)
+    if info.world_size > 1:
+        dist.barrier()
+    curve.append({"step": step, "samples_seen": samples_seen, "train_time_s": trained_s, "val_loss": val_loss,
+                  "val_accuracy": val_accuracy})
+    return time.perf_counter() - t0
 
 
 def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float:
@@ -303,9 +354,16 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "optimizer_bytes": 8 * r0["num_params"],
         },
         "model": {"num_params": r0["num_params"]},
+        "data": {**r0["data"], "val_identical": len({r["data"]["val_checksum"] for r in per_rank}) == 1},
+        **({"validation": {"every_samples": point.train.eval_every_samples, "curve": r0["val_curve"],
+                           "eval_time_s": max(r["eval_time_s"] for r in per_rank),
+                           "method": "every rank evaluates its replica between steps, then a barrier; "
+                                     "off the training clock (train_time_s excludes it)"}}
+           if point.train.eval_every_samples else {}),
         "loss": {
             "final_train": r0["epochs"][-1]["train_loss"],
             "test": r0["test_loss"],
+            "test_accuracy": r0["test_accuracy"],
             "epochs": r0["epochs"],
             "curve": r0["curve"],
             "every_steps": point.train.loss_every_steps,

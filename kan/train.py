@@ -42,7 +42,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from . import record as records
-from .config import Point, PointError, add_point_arguments, point_from_args
+from .config import Point, PointError
+from .point_args import add_point_arguments, point_from_args
 
 
 class UsageError(ValueError):

@@ -210,7 +210,9 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                "experiments.model_size.topology", "experiments.ddp", "experiments.ddp.topology",
                "experiments.strong.global_batch", "experiments.strong.batch_per_rank", "experiments.allreduce",
                "plan", "plan.*", "limits", "resources", "timeouts", "network", "network.emulate", "report",
-               "report.*")
+               "report.*",
+               # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data.py)
+               "data", "data.path", "data.equations")
 _BOUNDS = (("lo", "minimum"), ("gt", "exclusiveMinimum"), ("hi", "maximum"))
 
 

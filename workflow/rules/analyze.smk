@@ -33,6 +33,7 @@ rule collect_measurements:
         measurements="results/{study}/measurements.csv",
         loss_curves="results/{study}/loss_curves.csv",
         allreduce="results/{study}/allreduce.csv",
+        val_curves="results/{study}/val_curves.csv",
     log:
         "results/{study}/logs/collect_measurements.log",
     localrule: True
@@ -41,13 +42,14 @@ rule collect_measurements:
         repeats=get_repeats,
         requested=get_last_look_path,
     message:
-        "collect {wildcards.study}: one row per point x repeat, loss curves, all-reduce sweeps"
+        "collect {wildcards.study}: one row per point x repeat, loss and held-out curves, all-reduce sweeps"
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py --in planned={input.planned:q} --param repeats={params.repeats:q}"
         " --param requested={params.requested:q}"
         " --in points_dir=results/{wildcards.study}/points --in benchmarks_dir=results/{wildcards.study}/benchmarks"
         " --param running={params.running:q} --out measurements={output.measurements:q}"
-        " --out loss_curves={output.loss_curves:q} --out allreduce={output.allreduce:q} > {log:q} 2>&1"
+        " --out loss_curves={output.loss_curves:q} --out allreduce={output.allreduce:q}"
+        " --out val_curves={output.val_curves:q} > {log:q} 2>&1"
 
 
 rule compute_tables:

@@ -1,4 +1,4 @@
-"""Workflow step: the planned points and their records -> results/<study>/{measurements,loss_curves,allreduce}.csv (tidy)."""
+"""Workflow step: the planned points and their records -> results/<study>/{measurements,loss_curves,allreduce,val_curves}.csv (tidy)."""
 
 import sys
 from pathlib import Path

@@ -4,6 +4,7 @@
     config.py    read_yaml (strict), validate_config, load_config (with --config), config_warnings
     checks.py    the rules the schema cannot say (one batch for strong, limits, buildable points)
     fields.py    config key -> kan dataclass field (CONFIG_FIELDS); launch_settings, limits
+    data.py      the `data:` section -> kan DataConfigs; a table read and checked once, hashed
     points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point
     runtimes.py  step-time estimates from earlier records; each point's time limit
     state.py     record_state, retry_token (which points run again), ANALYSIS_RULES

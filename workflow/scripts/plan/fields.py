@@ -6,6 +6,9 @@ are re-labelled here with the config key the value came from.
 from __future__ import annotations
 
 from kan.config import AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, PointError, TrainConfig
+from kan.data_config import DataConfig
+
+from .data import DATA_FIELDS, datasets
 
 # config key -> (dataclass, field): the value is passed as is (tests check the schema's defaults and
 # bounds against these fields)
@@ -14,7 +17,8 @@ CONFIG_FIELDS = {
     "model.grid_range": (ModelConfig, "grid_range"), "model.widths": (ModelConfig, "widths"),
     **{f"training.{f}": (TrainConfig, f) for f in ("epochs", "lr", "noise", "seed", "warmup_steps",
                                                     "comm_probe_every", "max_steps", "loss_every_steps",
-                                                    "bucket_cap_mb")},
+                                                    "bucket_cap_mb", "eval_every_samples")},
+    **{f"data.{f}": (DataConfig, f) for f in DATA_FIELDS},
     "device": (Placement, "device"), "launcher": (Placement, "launcher"),
     "cpu_threads_per_rank": (Placement, "threads_per_rank"),
     "resources.runtime_min": (LaunchSettings, "runtime_min"),
@@ -34,7 +38,7 @@ CONFIG_FIELDS = {
 # a dataclass's own error key (e.g. placement.threads_per_rank) -> the config key it came from
 _FIELD_KEY = {f"{cls.__name__}.{name}": key for key, (cls, name) in CONFIG_FIELDS.items()}
 _PREFIX = {ModelConfig: "model.", TrainConfig: "training.", Placement: "placement.", LaunchSettings: "launch.",
-           Limits: "limits.", AllreduceConfig: "allreduce."}
+           Limits: "limits.", AllreduceConfig: "allreduce.", DataConfig: "data."}
 
 
 def _relabel(e: PointError, cls) -> tuple[str, str]:
@@ -85,6 +89,7 @@ def study_parts(cfg: dict, problems: list) -> dict:
     parts["placement"] = config_kwargs(cfg, Placement)
     _build(Placement, dict(parts["placement"]), problems)
     parts["launch"] = _build(LaunchSettings, config_kwargs(cfg, LaunchSettings), problems)
+    parts["data"] = datasets(cfg, problems)  # a table is read and checked here, once
     return parts
 
 

@@ -121,6 +121,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
 
     def add(where: str, **kw) -> None:
         try:
+            _check_rows(kw)
             pt = Point(study=cfg["study"], limits=limits, **kw)
         except PointError as e:
             if problems is None:
@@ -133,24 +134,39 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
         for link in links(cfg, topo):
             yield Placement(**placement_base, nodes=topo["nodes"], gpus_per_node=topo["gpus_per_node"], **link)
 
+    def _check_rows(kw: dict) -> None:
+        """A table's training rows against one global batch (drawn data have as many as samples)."""
+        ds = kw.pop("dataset", None)
+        if ds is None:
+            return
+        kw["data"] = ds.config
+        batch = kw["train"].batch_per_rank * kw["placement"].world_size
+        if ds.train_rows is not None and ds.train_rows < batch:
+            raise PointError("data.path", f"{ds.source}: {ds.train_rows} training rows (the held-out "
+                                          f"{ds.config.val_fraction:g} left out) are fewer than one global batch "
+                                          f"of {batch} ({kw['train'].batch_per_rank} per rank x "
+                                          f"{kw['placement'].world_size} ranks)")
+
     for experiment, widths, topo, samples, bpr, ddp in training_rows(cfg):
         # limits (nodes, ranks per node) are checked by Point, with the point's context
         train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
         for place in placements(topo):
-            for mc in parts["models"]:
-                model = dataclasses.replace(mc, widths=tuple(widths))
-                for rep in range(num_reps):
-                    add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
-                        f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
-                        train=train, placement=place)
+            for ds in parts["data"]:
+                for mc in parts["models"]:
+                    model = dataclasses.replace(mc, widths=tuple(widths))
+                    for rep in range(num_reps):
+                        add(f"experiments.{experiment} ({topo['nodes']}x{topo['gpus_per_node']}"
+                            f"{'' if ddp else ', non-DDP baseline'})", experiment=experiment, rep=rep, model=model,
+                            train=train, placement=place, dataset=ds)
     d = enabled(cfg["experiments"], "ddp")
     for setting in ddp_combinations(cfg):
         train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"])
         for place in placements(d["topology"]):
-            for mc in parts["models"]:
-                for rep in range(num_reps):
-                    add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc, train=train,
-                        placement=place)
+            for ds in parts["data"]:
+                for mc in parts["models"]:
+                    for rep in range(num_reps):
+                        add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc,
+                            train=train, placement=place, dataset=ds)
     if enabled(cfg["experiments"], "allreduce"):
         sweep = AllreduceConfig(**config_kwargs(cfg, AllreduceConfig))
         for topo in allreduce_topologies(cfg):

@@ -20,8 +20,15 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    """The schema, with each section that refers to a file of its own (`data: {$ref: data.schema.yaml}`)
+    replaced by that file's schema: every reader sees one whole schema."""
     with open(path) as f:
-        return yaml.safe_load(f)
+        schema = yaml.safe_load(f)
+    for key, node in schema.get("properties", {}).items():
+        ref = node.get("$ref", "") if isinstance(node, dict) else ""
+        if ref.endswith(".yaml"):
+            schema["properties"][key] = load_schema(path.parent / ref)
+    return schema
 
 
 def _is_integer(checker, v) -> bool:  # 1.0 is not an integer here: the trainer takes only integers

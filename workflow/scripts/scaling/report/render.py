@@ -7,11 +7,16 @@ is inside the one file (no external URLs); wide tables scroll inside their own b
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from pathlib import Path
 
 import jinja2
 import yaml
+
+from kan.config import TrainConfig
+from kan.data_config import is_default_section
+from kan.fields import default
 
 from ..common.settings import Settings
 from ..model import linkcheck
@@ -52,7 +57,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     return {
         "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "config_yaml": yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=100),
+        "config_yaml": yaml.safe_dump(config_echo(config), sort_keys=False, default_flow_style=None, width=100),
         "thresholds": config["report"],
         "status": status,
         "cards": CARDS,
@@ -92,3 +97,15 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
                         expectations, compare, look)
     return env.get_template("report.html.j2").render(**ctx)
+
+
+def config_echo(config: dict) -> dict:
+    """The validated config as the report shows it: the data section and the validation cadence only
+    where they are set (as a point's id has them), so a study from before they existed reads the same."""
+    shown = copy.deepcopy(config)
+    if "data" in shown and is_default_section(shown["data"]):
+        del shown["data"]
+    training = shown.get("training")
+    if training and training.get("eval_every_samples") == default(TrainConfig, "eval_every_samples"):
+        del training["eval_every_samples"]
+    return shown

@@ -2,6 +2,7 @@
 
     measurements  one row per point x repeat: the point's parameters, then what its record measured
     loss_curves   one row per loss-curve entry of every ok training record
+    val_curves    one row per held-out evaluation of every ok record that has them (eval_every_samples)
     allreduce     one row per buffer size of every ok allreduce record
 
 A point's state is its record's status (ok, failed, oom, timeout, cancelled, killed), `corrupt`
@@ -19,8 +20,9 @@ import pandas as pd
 
 from kan import record as records
 from kan.config import Point
+from kan.data_config import DataConfig
 
-from ..common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, placement_class
+from ..common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class
 
 # every column measurements.csv has, in order; units are in the names
 COLUMNS = [
@@ -46,7 +48,10 @@ def model_label(point: dict) -> str:
     m = point["model"]
     # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name
     name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else m["impl"]
-    return f"{name} [{','.join(map(str, m['widths']))}]"
+    # data other than the default say so: two Feynman equations of one study are two models to
+    # every table (which group by this label), never repeats of one
+    on = f" on {DataConfig(**point['data']).label}" if "data" in point else ""
+    return f"{name} [{','.join(map(str, m['widths']))}]{on}"
 
 
 def last_attempt(points_dir: Path, point_id: str) -> str | None:
@@ -194,7 +199,7 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
     job, a live local attempt); `points_dir`: results/<study>/points, where a missing point's last
     attempt is looked up."""
     running, job_walls = running or {}, job_walls or {}
-    rows, curves, sweeps = [], [], []
+    rows, curves, sweeps, vals = [], [], [], []
     for point in points:
         pid = point["id"]
         if pid in running:
@@ -214,6 +219,12 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
         for entry in _get(rec, "loss", "curve") or []:
             curves.append({"point_id": pid, **keys, **{k: entry.get(k) for k in
                                                        ("step", "samples_seen", "elapsed_s", "train_loss")}})
+        validation = _get(rec, "validation") or {}
+        for entry in validation.get("curve") or []:
+            vals.append({"point_id": pid, **keys, "data": Point.from_json(point).data.label,
+                         "global_batch": row["global_batch"], "eval_time_s": validation["eval_time_s"],
+                         **{k: entry.get(k) for k in ("step", "samples_seen", "train_time_s", "val_loss",
+                                                      "val_accuracy")}})
         for size in _get(rec, "allreduce", "sizes") or []:
             sweeps.append({"point_id": pid, **{c: row[c] for c in ("nodes", "gpus_per_node", "world_size",
                                                                   "placement_class", "link_mbit", "rep",
@@ -224,4 +235,5 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
                            "corun_slowdown": _get(rec, "corun", "slowdown"), "status": state})
     return {"measurements": pd.DataFrame(rows, columns=COLUMNS),
             "loss_curves": pd.DataFrame(curves, columns=CURVE_COLUMNS),
-            "allreduce": pd.DataFrame(sweeps, columns=ALLREDUCE_COLUMNS)}
+            "allreduce": pd.DataFrame(sweeps, columns=ALLREDUCE_COLUMNS),
+            "val_curves": pd.DataFrame(vals, columns=VAL_CURVE_COLUMNS)}
