@@ -64,9 +64,10 @@ slurm-down:
 	bash tests/slurm/slurm-local.sh stop
 
 # the emulated cluster (network.emulate): remove whatever a killed run left (namespaces, bridge,
-# the processes in them, the state file); idempotent, root only. No venv needed: stdlib only
-cluster-down:
-	$(PYTHON) workflow/scripts/cluster.py down-all
+# the processes in them, the state file); idempotent, root only. It runs in .venv, where the
+# launcher that made the cluster runs (the packages are installed there, not found by path)
+cluster-down: $(STAMP)
+	$(BIN)/python workflow/scripts/cluster.py down-all
 
 clean-results:
 	rm -rf results reports/*/ .snakemake
