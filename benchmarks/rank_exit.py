@@ -32,7 +32,7 @@ def one(entry: list[str], out: Path, weights: bool) -> tuple[int, bool, float]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--max-restarts=0",
            *entry, *ARGS, "--out", str(out), *(["--weights-out", str(out.with_suffix(".w"))] if weights else [])]
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
+    r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
                        capture_output=True, text=True, timeout=300)
     return r.returncode, "SIGABRT" in r.stdout + r.stderr, time.perf_counter() - t0
 
