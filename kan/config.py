@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .data_config import DataConfig
 from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, plain, validate
+from .lr import LR_SCALINGS, scaled_lr
 from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
 # pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
@@ -122,6 +123,18 @@ class TrainConfig:
         "DDP gradient_as_bucket_view=True (gradients are views into the buckets: one copy less)"))
     nccl_algo: str = field(default="", metadata=meta(
         "NCCL_ALGO for the ranks (CUDA + NCCL only; empty = NCCL chooses)", choices=NCCL_ALGOS))
+    # the rate for growing global batches (kan/lr.py: the rules and their arithmetic, e.g. 512 per
+    # rank x 8 ranks = 4096 global against the one-rank 512: linear = lr x 8); left out of a point's
+    # id, JSON and command line at their defaults
+    lr_scaling: str = field(default="none", metadata=meta(
+        "how the rate follows the global batch: none = lr; linear = lr x global / reference batch; "
+        "sqrt = lr x its square root", choices=LR_SCALINGS))
+    lr_reference_batch: int = field(default=0, metadata=meta(
+        "the global batch at which lr is the rate (set with lr_scaling linear or sqrt only; 0 = none)",
+        "samples", lo=0))
+    lr_warmup_samples: int = field(default=0, metadata=meta(
+        "the rate ramps linearly from ~0 to the scaled rate over this many samples seen by all ranks "
+        "(0 = no ramp)", "samples", lo=0))
 
     def __post_init__(self) -> None:
         validate(self, "training.", None)
@@ -164,11 +177,17 @@ class TrainConfig:
                 d.pop(k)
         if not self.eval_every_samples:  # off: every point measured before it existed keeps its id
             d.pop("eval_every_samples")
+        for k in LR_SETTINGS:  # likewise the rate's rule at its defaults
+            if d[k] == default(TrainConfig, k):
+                d.pop(k)
         return d
 
 
 DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
                 "nccl_algo")
+LR_SETTINGS = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples")
+# TrainConfig fields in a point's JSON and command line only where its id's hash has them
+OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,6 +283,17 @@ class Point:
             raise PointError("training.ddp", f"the non-DDP baseline runs one rank, the placement has {p.world_size}")
         if self.experiment != "allreduce":
             self._check_steps()
+            if (t.lr_scaling == "none") != (t.lr_reference_batch == 0):
+                raise PointError("training.lr_reference_batch" if t.lr_reference_batch else "training.lr_scaling",
+                                 f"lr_scaling {t.lr_scaling} with lr_reference_batch {t.lr_reference_batch}: "
+                                 "linear and sqrt scale lr from a reference global batch (>= 1), none has none")
+
+    @property
+    def lr_effective(self) -> float:
+        """The rate this point trains with after its warm-up: training.lr scaled to its global batch
+        (kan/lr.py)."""
+        t = self.train
+        return scaled_lr(t.lr, t.lr_scaling, t.batch_per_rank * self.placement.world_size, t.lr_reference_batch)
 
     def _check_steps(self) -> None:
         """Plan-time checks that would otherwise fail a whole job: every rank gets a full batch and at
@@ -331,7 +361,7 @@ class Point:
         d["placement"] = self.placement.measured()
         if d.get("train") is not None:
             d["train"] = {k: v for k, v in d["train"].items()
-                          if k not in (*DDP_SETTINGS, "eval_every_samples") or k in self.train.measured()}
+                          if k not in OPTIONAL_TRAIN or k in self.train.measured()}
         d["data"] = self.data.measured()
         if not d["data"]:
             d.pop("data")
@@ -373,6 +403,8 @@ class Point:
                 v = getattr(sub, f.name)
                 if name == "data" and f.name not in self.data.measured():
                     continue  # the default data: the command line of every older point stays as it was
+                if name == "train" and f.name in LR_SETTINGS and f.name not in self.train.measured():
+                    continue  # likewise the rate's rule at its defaults
                 if isinstance(v, bool):
                     argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")
                 elif isinstance(v, tuple):

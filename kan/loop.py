@@ -10,6 +10,10 @@ gradients so the replicas stay identical. Warm-up steps and partial batches are 
 loss curve gets one entry every `loss_every_steps` steps: the global mean training loss over that
 window, with the training time elapsed (one small all-reduce, after the step's timer stopped).
 
+The rate: `point.lr_effective` (training.lr scaled to the global batch, kan/lr.py), ramped up over
+the first `lr_warmup_samples` samples: each warm-up step sets one float per parameter group before
+its timer starts; after the ramp nothing more is done.
+
 Validation off the clock: every `eval_every_samples` samples seen (all ranks together), every rank
 evaluates its replica on the held-out rows (identical replicas, identical rows: no communication),
 then waits at a barrier, all between one step's timer and the next; the time it takes is counted
@@ -27,6 +31,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from . import ddp_wrap, metrics
+from . import lr as lr_rule
 from .config import Point
 from .data import load_data, make_dataset, shard_indices
 from .distributed import sync
@@ -99,7 +104,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
     counter = ddp_wrap.ByteCounter()  # what the hook all-reduces in the timed synced steps
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
-    opt = torch.optim.Adam(net.parameters(), lr=t_cfg.lr, fused=device.type == "cuda")
+    lr_eff, warmup = point.lr_effective, t_cfg.lr_warmup_samples
+    opt = torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda")
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
 
     data = load_data(point.data, t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
@@ -142,6 +148,9 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
             probe = probe_every > 0 and step % probe_every == probe_every - 1
             timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
+            if samples_seen < warmup:  # the rate's ramp, before the timer: one float per group
+                for group in opt.param_groups:
+                    group["lr"] = lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup)
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             if probe:
@@ -266,6 +275,15 @@ def _validate(model, x_val, y_val, classification: bool, info: DistInfo, step: i
     return time.perf_counter() - t0
 
 
+def _optimizer_facts(point: Point, global_batch: int) -> dict:
+    """Which rate the point trained with, and by which rule (kan/lr.py)."""
+    t = point.train
+    return {"name": "adam", "lr": t.lr, "lr_effective": point.lr_effective, "lr_scaling": t.lr_scaling,
+            "lr_reference_batch": t.lr_reference_batch or None, "global_batch": global_batch,
+            "lr_warmup_samples": t.lr_warmup_samples,
+            "lr_warmup_steps": lr_rule.warmup_steps(t.lr_warmup_samples, global_batch)}
+
+
 def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float:
     stats = torch.stack([total, torch.tensor(float(count), device=device)])
     dist.all_reduce(stats)
@@ -354,6 +372,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "optimizer_bytes": 8 * r0["num_params"],
         },
         "model": {"num_params": r0["num_params"]},
+        "optimizer": _optimizer_facts(point, global_batch),
         "data": {**r0["data"], "val_identical": len({r["data"]["val_checksum"] for r in per_rank}) == 1},
         **({"validation": {"every_samples": point.train.eval_every_samples, "curve": r0["val_curve"],
                            "eval_time_s": max(r["eval_time_s"] for r in per_rank),
