@@ -43,6 +43,10 @@ BAD = [
     ({"devcie": "cpu"}, "<top level>", "allowed keys:"),
     ({"training": {"epochs": 0}}, "training.epochs", "minimum of 1"),
     ({"training": {"comm_probe_every": 1}}, "training.comm_probe_every", "not allowed"),
+    ({"training": {"lr_scaling": "cubic"}}, "training.lr_scaling", "'none', 'linear', 'sqrt'"),
+    ({"training": {"lr_reference_batch": 0, "lr_scaling": "linear"}}, "training.lr_reference_batch", "minimum of 1"),
+    ({"training": {"lr_reference_batch": 256}}, "training.lr_reference_batch", "only with lr_scaling linear"),
+    ({"training": {"lr_warmup_samples": -1}}, "training.lr_warmup_samples", "minimum of 0"),
     (_strong(topologies=[{"nodes": 0, "gpus_per_node": 1}]), "experiments.strong.topologies[0].nodes", "minimum of 1"),
     ({"experiments": {"weak": {"batch_per_rank": 8}}}, "experiments.weak", "'topologies' is a required property"),
     ({"device": "tpu"}, "device", "'auto', 'cpu', 'cuda'"),
@@ -200,6 +204,9 @@ EXPANDED_FIELDS = {
     "experiments.strong.samples": (TrainConfig, "samples", "default"),
     **{f"experiments.{e}.samples": (TrainConfig, "samples", "bounds") for e in ("comm", "model_size", "ddp")},
     "experiments.weak.samples_per_rank": (TrainConfig, "samples", "bounds"),
+    # null = the experiment's one-rank global batch, resolved per point (plan.points.lr_reference); 0
+    # means "no reference" to TrainConfig and is no batch in the config
+    "training.lr_reference_batch": (TrainConfig, "lr_reference_batch", "maximum"),
 }
 # keys whose default and bounds only the schema states: code reads them from the validated config
 # (test_no_literal_fallback_for_a_schema_default proves it has no second copy)

@@ -50,6 +50,10 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
                     out.append(("experiments.strong.global_batch",
                                 f"{strong['global_batch']} is not divisible by the world size {world(topo)} of "
                                 f"topologies[{i}]; use a multiple of every world size"))
+    t = cfg["training"]
+    if t["lr_reference_batch"] is not None and t["lr_scaling"] == "none":
+        out.append(("training.lr_reference_batch", f"{t['lr_reference_batch']} is the batch lr is scaled from: "
+                                                   "only with lr_scaling linear or sqrt"))
     for name in EXPERIMENTS:
         e = enabled(exps, name)
         if not e or "topologies" not in e:

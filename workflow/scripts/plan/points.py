@@ -67,6 +67,20 @@ def training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, int
     return rows
 
 
+def lr_reference(cfg: dict, experiment: str) -> dict:
+    """TrainConfig's lr_reference_batch for an experiment's points: training.lr_reference_batch, else
+    the global batch of the experiment's one-rank point (strong's global_batch, or the batch per
+    rank); none without lr_scaling (so ids stay as they were). The rate itself is
+    kan.config.Point.lr_effective, where the world size is known."""
+    t = cfg["training"]
+    if t["lr_reference_batch"] is not None:
+        return {"lr_reference_batch": t["lr_reference_batch"]}  # with lr_scaling none: Point refuses it
+    if t["lr_scaling"] == "none":
+        return {}
+    e = cfg["experiments"][experiment]
+    return {"lr_reference_batch": e["global_batch"] if "global_batch" in e else e["batch_per_rank"]}
+
+
 def ddp_combinations(cfg: dict) -> list[dict]:
     """TrainConfig fields of every combination of the ddp experiment's lists, in config order, and
     DDP's defaults first when no combination is them: every setting is judged against them."""
@@ -149,7 +163,8 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
 
     for experiment, widths, topo, samples, bpr, ddp in training_rows(cfg):
         # limits (nodes, ranks per node) are checked by Point, with the point's context
-        train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp)
+        train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp,
+                            **lr_reference(cfg, experiment))
         for place in placements(topo):
             for ds in parts["data"]:
                 for mc in parts["models"]:
@@ -160,7 +175,8 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                             train=train, placement=place, dataset=ds)
     d = enabled(cfg["experiments"], "ddp")
     for setting in ddp_combinations(cfg):
-        train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"])
+        train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"],
+                            **lr_reference(cfg, "ddp"))
         for place in placements(d["topology"]):
             for ds in parts["data"]:
                 for mc in parts["models"]:

@@ -100,12 +100,16 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
 
 
 def config_echo(config: dict) -> dict:
-    """The validated config as the report shows it: the data section and the validation cadence only
-    where they are set (as a point's id has them), so a study from before they existed reads the same."""
+    """The validated config as the report shows it: the data section, the validation cadence and the
+    learning rate's scaling rule only where they are set (as a point's id has them), so a study from
+    before they existed reads the same."""
     shown = copy.deepcopy(config)
     if "data" in shown and is_default_section(shown["data"]):
         del shown["data"]
-    training = shown.get("training")
-    if training and training.get("eval_every_samples") == default(TrainConfig, "eval_every_samples"):
-        del training["eval_every_samples"]
+    training = shown.get("training") or {}
+    for key in ("eval_every_samples", "lr_scaling", "lr_warmup_samples"):
+        if key in training and training[key] == default(TrainConfig, key):
+            del training[key]
+    if "lr_reference_batch" in training and training["lr_reference_batch"] is None:  # null: the one-rank batch
+        del training["lr_reference_batch"]
     return shown
