@@ -184,9 +184,46 @@ TABLE_COLUMNS = {
 }
 
 
+def _samples_to_target(r):
+    if not known(r.get("samples_to_target")):
+        return cell_text(r.get("time_to_target_note")) or "–"
+    return _ci_of(r, "samples_to_target", 0)
+
+
+def _ci_of(r, col, nd):
+    """'value [lo, hi]' of a column with _ci_lo/_ci_hi siblings (no _mean suffix)."""
+    lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
+    txt = number_text(float(r[col]), nd)
+    return txt + ("" if not known(lo) or not known(hi) else f" [{number_text(float(lo), nd)}, {number_text(float(hi), nd)}]")
+
+
+def _reached(r):
+    n, of = r.get("target_n_reached"), r.get("target_n_repeats")
+    return f"{int(n)} of {int(of)}" if known(n) and known(of) else "–"
+
+
+def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
+    """The columns of a strong or weak table with a held-out target (report.target; its frame has
+    target_metric): time and samples to it, the repeats that reached it and the evaluation time off
+    the clock, in place of the training-loss target's time; otherwise TABLE_COLUMNS as they are."""
+    cols = TABLE_COLUMNS[name]
+    if name not in ("strong", "weak") or t is None or "target_metric" not in t:
+        return cols
+    metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
+    cols = [c for c in cols if c[0] not in ("time to target s", "time-to-target speedup", "not ok")]
+    return cols + [
+        (f"time to {metric} target s", _t2t),
+        ("samples to target", _samples_to_target),
+        ("reached (repeats)", _reached),
+        ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
+        ("eval time s (off the clock)", lambda r: number_text(r.get("eval_time_s_mean"), 2)),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ]
+
+
 def table_rows(name: str, t: pd.DataFrame | None) -> dict:
     """{'headers': [...], 'rows': [[cell, ...], ...]} of one study's table for the template."""
-    cols = TABLE_COLUMNS[name]
+    cols = heldout_columns(name, t)
     rows = []
     if t is not None:
         for rec in t.to_dict("records"):
