@@ -102,9 +102,11 @@ def test_the_report_tables_show_time_and_samples_to_the_target():
     strong, weak = table_rows("strong", got["strong"]), table_rows("weak", got["weak"])
     for rows in (strong, weak):
         assert "time to val_loss target s" in rows["headers"] and "samples to target" in rows["headers"]
-        assert "eval time s (off the clock)" in rows["headers"]
+        assert "eval time ms, whole run (off the clock)" in rows["headers"]
     i = strong["headers"].index("samples to target")
-    assert strong["rows"][0][i].startswith("2,000")
+    assert strong["rows"][0][i] == "2,000"  # both repeats at the 2nd evaluation: no interval to show
+    i = strong["headers"].index("time to val_loss target s")
+    assert strong["rows"][1][i].startswith("1.75 [0, ")  # world 2: 1.5 s and 2 s
 
 
 def test_without_a_target_nothing_changes():

@@ -184,17 +184,19 @@ TABLE_COLUMNS = {
 }
 
 
-def _samples_to_target(r):
-    if not known(r.get("samples_to_target")):
+def _sig(v) -> str:
+    """Three significant digits: held-out times run from milliseconds to hours."""
+    return f"{float(v):,.3g}" if abs(float(v)) < 1000 else number_text(float(v), 0)
+
+
+def _with_ci(r, col, fmt) -> str:
+    """'value [lo, hi]' of a column with _ci_lo/_ci_hi siblings (no _mean suffix); no interval when
+    every repeat gave the same value; the training-loss note when there is no value."""
+    if not known(r.get(col)):
         return cell_text(r.get("time_to_target_note")) or "–"
-    return _ci_of(r, "samples_to_target", 0)
-
-
-def _ci_of(r, col, nd):
-    """'value [lo, hi]' of a column with _ci_lo/_ci_hi siblings (no _mean suffix)."""
     lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
-    txt = number_text(float(r[col]), nd)
-    return txt + ("" if not known(lo) or not known(hi) else f" [{number_text(float(lo), nd)}, {number_text(float(hi), nd)}]")
+    same = not known(lo) or not known(hi) or float(lo) == float(hi)
+    return fmt(r[col]) + ("" if same else f" [{fmt(lo)}, {fmt(hi)}]")
 
 
 def _reached(r):
@@ -212,11 +214,12 @@ def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
     metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
     cols = [c for c in cols if c[0] not in ("time to target s", "time-to-target speedup", "not ok")]
     return cols + [
-        (f"time to {metric} target s", _t2t),
-        ("samples to target", _samples_to_target),
+        (f"time to {metric} target s", lambda r: _with_ci(r, "time_to_target_s", _sig)),
+        ("samples to target", lambda r: _with_ci(r, "samples_to_target", lambda v: number_text(float(v), 0))),
         ("reached (repeats)", _reached),
         ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
-        ("eval time s (off the clock)", lambda r: number_text(r.get("eval_time_s_mean"), 2)),
+        ("eval time ms, whole run (off the clock)", lambda r: number_text(1e3 * r["eval_time_s_mean"], 1)
+         if known(r.get("eval_time_s_mean")) else "–"),
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ]
 

@@ -125,7 +125,7 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
     target_metric, target_value, target_reference_value; time_to_target_s and samples_to_target
     (mean, 95% CI over the repeats; given only when every ok repeat with a curve reached the target:
     a mean over the repeats that happened to reach it would be biased low), target_n_reached of
-    target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean, and
+    target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean (all of a run's evaluations), and
     time_to_target_speedup = the DDP baseline's time / this time. `sub`: per_repeat's rows of that
     experiment."""
     t = t.drop(columns=[c for c in LOSS_TARGET_COLUMNS if c in t]).copy()
