@@ -57,6 +57,7 @@ rule compute_tables:
         measurements=rules.collect_measurements.output.measurements,
         loss_curves=rules.collect_measurements.output.loss_curves,
         allreduce=rules.collect_measurements.output.allreduce,
+        val_curves=rules.collect_measurements.output.val_curves,
         records=get_point_records,
     output:
         points=report_table("results/{study}/points.csv", "points"),
@@ -78,7 +79,7 @@ rule compute_tables:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/compute_tables.py --in measurements={input.measurements:q}"
         " --in loss_curves={input.loss_curves:q} --in allreduce={input.allreduce:q}"
-        " --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
+        " --in val_curves={input.val_curves:q} --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
         " --out points={output.points:q} --out strong={output.strong:q} --out weak={output.weak:q}"
         " --out comm={output.comm:q} --out model_size={output.model_size:q} --out ddp={output.ddp:q}"
         " --out allreduce_sizes={output.allreduce_sizes:q} --out fits={output.fits:q}"

@@ -8,9 +8,11 @@ from scaling.decide.build import compute_guidelines
 
 
 def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
-    """`thresholds`: the step's param as the rule passed it (guidelines.json echoes it unchanged)."""
+    """`thresholds`: the step's param as the rule passed it (guidelines.json echoes it, report.target
+    only where set, as the report's config echo: a study without one reads as it always did)."""
     guidelines = compute_guidelines(read_tables(tables), Settings.from_thresholds(thresholds), read_json(model))
-    write_json({"thresholds": thresholds, "guidelines": guidelines}, out)
+    echo = {k: v for k, v in thresholds.items() if not (k == "target" and v is None)}
+    write_json({"thresholds": echo, "guidelines": guidelines}, out)
     counts = {s: sum(g["status"] == s for g in guidelines) for s in ("advice", "inconclusive", "not_enough_data")}
     print(f"{len(guidelines)} guidelines: {counts}", file=sys.stderr)
 

@@ -1,4 +1,4 @@
-"""Workflow step: measurements.csv, loss_curves.csv, allreduce.csv (+ the raw records, read only)
+"""Workflow step: measurements.csv, loss_curves.csv, allreduce.csv, val_curves.csv (+ the raw records, read only)
 -> the scaling tables, points.csv, allreduce_sizes.csv, fits.json and provenance.json."""
 
 import sys
@@ -13,7 +13,8 @@ from scaling.tables.tidy import read_record
 
 def main(inputs: dict, points_dir: str, settings: Settings, out: dict) -> None:
     measurements = read_csv(inputs["measurements"])
-    tables = compute_tables(measurements, settings, read_csv(inputs["loss_curves"]), read_csv(inputs["allreduce"]))
+    tables = compute_tables(measurements, settings, read_csv(inputs["loss_curves"]), read_csv(inputs["allreduce"]),
+                            read_csv(inputs["val_curves"]))
     for name in TABLES:
         write_csv(tables[name], out[name])
     write_json(tables["fits"], out["fits"])

@@ -46,7 +46,7 @@ def look(planned: list[dict], previous: dict | None, points_dir: str, benchmarks
     walls = {p["id"]: read_job_wall(Path(benchmarks_dir) / f"{p['id']}.tsv") for p in points if p["id"] not in running}
     tidy = collect(points, {}, running, walls, points_dir=Path(points_dir))
     m = tidy["measurements"]
-    tables = compute_tables(m, settings, tidy["loss_curves"], tidy["allreduce"])
+    tables = compute_tables(m, settings, tidy["loss_curves"], tidy["allreduce"], tidy["val_curves"])
     # the bootstrap gives the model's bands, not its decisions (the recommendation rests on point
     # predictions and the leave-one-out error): a look needs no more than the schema's minimum
     fewest = load_schema()["properties"]["report"]["properties"]["bootstrap_samples"]["minimum"]

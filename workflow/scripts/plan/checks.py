@@ -6,6 +6,7 @@ kept, and every point buildable (a point its dataclasses reject is named with it
 from __future__ import annotations
 
 from kan.config import EXPERIMENTS
+from kan.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from .fields import study_parts
@@ -79,9 +80,36 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
         out.append(("model.grid_range", f"[{lo}, {hi}] must have hi > lo"))
     # report.expect's grammar: a typo in a metric name stops the run before any point is measured
     out.extend(expectation_problems(cfg["report"]["expect"]))
+    out.extend(target_problems(cfg))
     if len(cfg["model"]["widths"]) < 3:
         out.append(("model.widths", f"{cfg['model']['widths']} needs a hidden layer (input, hidden..., output): "
                                     f"the model_size experiment sweeps the hidden width"))
+    return out
+
+
+def target_problems(cfg: dict) -> list[tuple[str, str]]:
+    """report.target on a metric the study can produce: a held-out curve (training.eval_every_samples
+    > 0), accuracy only on classification data, and exactly one of value and from_reference."""
+    target = cfg["report"]["target"]
+    if target is None:
+        return []
+    out = []
+    metric, d = target["metric"], cfg["data"]
+    if ("value" in target) == ("from_reference" in target):
+        out.append(("report.target", "give exactly one of value (the target itself) and from_reference (a factor of "
+                                     "the world-1 point's final held-out value)"))
+    if cfg["training"]["eval_every_samples"] == 0:
+        out.append(("report.target", f"a held-out target ({metric}) needs held-out evaluations: set "
+                                     f"training.eval_every_samples above 0 (it is 0 = off)"))
+    classification = (SKLEARN.get(d["name"]) if d["kind"] == "sklearn" else d["task"] if d["kind"] == "file"
+                      else "regression") == "classification"
+    if metric == "val_accuracy" and not classification:
+        out.append(("report.target.metric", f"val_accuracy needs classification data, and data.kind {d['kind']} "
+                                            f"{('(' + d['name'] + ') ') if d['kind'] == 'sklearn' else ''}is "
+                                            f"regression; use metric val_loss"))
+    if metric == "val_accuracy" and target.get("value") is not None and target["value"] > 1:
+        out.append(("report.target.value", f"{target['value']:g} is no accuracy: a val_accuracy target is a fraction "
+                                           f"in (0, 1]"))
     return out
 
 

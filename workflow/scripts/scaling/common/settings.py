@@ -19,7 +19,7 @@ from .repeats import RepeatPlan
 
 # report keys that are no threshold of the analysis (each reaches the steps that read it on its own)
 NOT_THRESHOLDS = ("reference", "compare", "expect")
-_KINDS = {"float": float, "int": int, "float | None": float}
+_KINDS = {"float": float, "int": int, "float | None": float, "dict | None": dict}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +33,7 @@ class Settings:
     alpha: float  # the guidelines' overall false-decision rate
     target_loss: float | None  # fixed target loss, or None: target_loss_factor x a baseline's final loss
     target_loss_factor: float
+    target: dict | None  # a held-out target {metric, value | from_reference} (tables/heldout.py), or None: off
     ddp_loss_tolerance_pct: float  # DDP-settings guideline: final loss at most this % above `none`
     predict_max_factor: float  # the model predicts up to this many times the largest measured world size
     max_gpus_per_node: int  # largest node the model predicts intra-node placements for

@@ -184,9 +184,49 @@ TABLE_COLUMNS = {
 }
 
 
+def _sig(v) -> str:
+    """Three significant digits: held-out times run from milliseconds to hours."""
+    return f"{float(v):,.3g}" if abs(float(v)) < 1000 else number_text(float(v), 0)
+
+
+def _with_ci(r, col, fmt) -> str:
+    """'value [lo, hi]' of a column with _ci_lo/_ci_hi siblings (no _mean suffix); no interval when
+    every repeat gave the same value; the training-loss note when there is no value."""
+    if not known(r.get(col)):
+        return cell_text(r.get("time_to_target_note")) or "–"
+    lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
+    same = not known(lo) or not known(hi) or float(lo) == float(hi)
+    return fmt(r[col]) + ("" if same else f" [{fmt(lo)}, {fmt(hi)}]")
+
+
+def _reached(r):
+    n, of = r.get("target_n_reached"), r.get("target_n_repeats")
+    return f"{int(n)} of {int(of)}" if known(n) and known(of) else "–"
+
+
+def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
+    """The columns of a strong or weak table with a held-out target (report.target; its frame has
+    target_metric): time and samples to it, the repeats that reached it and the evaluation time off
+    the clock, in place of the training-loss target's time; otherwise TABLE_COLUMNS as they are."""
+    cols = TABLE_COLUMNS[name]
+    if name not in ("strong", "weak") or t is None or "target_metric" not in t:
+        return cols
+    metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
+    cols = [c for c in cols if c[0] not in ("time to target s", "time-to-target speedup", "not ok")]
+    return cols + [
+        (f"time to {metric} target s", lambda r: _with_ci(r, "time_to_target_s", _sig)),
+        ("samples to target", lambda r: _with_ci(r, "samples_to_target", lambda v: number_text(float(v), 0))),
+        ("reached (repeats)", _reached),
+        ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
+        ("eval time ms, whole run (off the clock)", lambda r: number_text(1e3 * r["eval_time_s_mean"], 1)
+         if known(r.get("eval_time_s_mean")) else "–"),
+        ("not ok", lambda r: cell_text(r.get("not_ok"))),
+    ]
+
+
 def table_rows(name: str, t: pd.DataFrame | None) -> dict:
     """{'headers': [...], 'rows': [[cell, ...], ...]} of one study's table for the template."""
-    cols = TABLE_COLUMNS[name]
+    cols = heldout_columns(name, t)
     rows = []
     if t is not None:
         for rec in t.to_dict("records"):

@@ -20,6 +20,7 @@ from kan.fields import default
 
 from ..common.settings import Settings
 from ..model import linkcheck
+from ..tables import heldout
 from ..tables.target import rule_text
 from . import operator
 from .cells import table_rows
@@ -80,6 +81,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "allreduce_source": (tables.get("model") or {}).get("allreduce_sweep", ""),
         "corun_source": ((tables.get("model") or {}).get("corun") or {}).get("text", ""),
         "target_rule": rule_text(settings),
+        "heldout": heldout_context(config, tables),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),
@@ -99,11 +101,22 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
     return env.get_template("report.html.j2").render(**ctx)
 
 
+def heldout_context(config: dict, tables: dict) -> dict | None:
+    """The held-out target in words for the strong note and the Method (None: report.target not set)."""
+    target = config["report"]["target"]
+    if target is None:
+        return None
+    return {"rule": heldout.rule_text(target, tables), "every": f"{config['training']['eval_every_samples']:,}"}
+
+
 def config_echo(config: dict) -> dict:
     """The validated config as the report shows it: the data section, the validation cadence and the
-    learning rate's scaling rule only where they are set (as a point's id has them), so a study from
-    before they existed reads the same."""
+    learning rate's scaling rule and the held-out target only where they are set (as a point's id has
+    them), so a study from before they existed reads the same."""
     shown = copy.deepcopy(config)
+    report = shown.get("report")
+    if report and "target" in report and report["target"] is None:
+        del report["target"]
     if "data" in shown and is_default_section(shown["data"]):
         del shown["data"]
     training = shown.get("training") or {}
