@@ -15,6 +15,7 @@ rule plot_figures:
         ddp=rules.compute_tables.output.ddp,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
         loss_curves=rules.collect_measurements.output.loss_curves,
+        val_curves=rules.collect_measurements.output.val_curves,
         model=rules.fit_model.output.model,
         compare=get_compare_inputs,
     output:
@@ -39,7 +40,7 @@ rule plot_figures:
         "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
         " --in allreduce_sizes={input.allreduce_sizes:q} --in loss_curves={input.loss_curves:q}"
-        " --in model={input.model:q} --param reference={params.reference:q}"
+        " --in val_curves={input.val_curves:q} --in model={input.model:q} --param reference={params.reference:q}"
         " --param thresholds={params.thresholds:q} --param study={params.study:q}"
         " --param compare={params.compare:q} --out plots={output.plots:q} > {log:q} 2>&1"
 

@@ -1,4 +1,4 @@
-"""Workflow step: the scaling tables, loss curves and model.json (of this study and of the studies
+"""Workflow step: the scaling tables, loss curves, held-out curves (val_curves.csv) and model.json (of this study and of the studies
 in report.compare) -> results/<study>/plots/ (PNG figures + figures.json)."""
 
 import sys
@@ -9,6 +9,7 @@ from scaling.common.settings import Settings
 from scaling.report.compare import read_studies
 from scaling.report.plots import plot_figures
 from scaling.report.reference import load_reference
+from scaling.tables.heldout import clean_val_curves
 
 
 def main(inputs: dict, folder: str, reference: str | None, settings: Settings, study: str | None = None,
@@ -16,6 +17,7 @@ def main(inputs: dict, folder: str, reference: str | None, settings: Settings, s
     """`reference`: the config's report.reference name; `compare`: other studies' results folders."""
     tables = read_tables(inputs)
     tables["loss_curves"] = clean_curves(tables.get("loss_curves"))
+    tables["val_curves"] = clean_val_curves(tables.get("val_curves"))
     others = read_studies(compare or [])
     for s in others:
         s["tables"]["loss_curves"] = clean_curves(s["tables"].get("loss_curves"))

@@ -224,6 +224,29 @@ def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
     ]
 
 
+def heldout_rows(tables: dict) -> dict:
+    """The "Time to accuracy" section's table: time and samples to the held-out target with their
+    intervals and the repeats that reached it, per experiment, world size and model (the strong and
+    weak tables' held-out columns; "not reached" where a point's repeats did not all reach it)."""
+    cols = [("experiment", lambda r: cell_text(r["experiment"])), ("model", lambda r: cell_text(r["model"])),
+            ("world size", lambda r: f"{int(r['world_size'])}" + ("" if bool(r["ddp"]) else " (no DDP)")),
+            ("nodes", lambda r: f"{int(r['nodes'])}"),
+            ("time to target s", lambda r: _with_ci(r, "time_to_target_s", _sig)),
+            ("samples to target", lambda r: _with_ci(r, "samples_to_target", lambda v: number_text(float(v), 0))),
+            ("reached (repeats)", _reached)]
+    rows = []
+    for exp in ("strong", "weak"):
+        t = tables.get(exp)
+        if t is None or t.empty or "target_metric" not in t:
+            continue
+        for rec in t.assign(experiment=exp).to_dict("records"):
+            try:
+                rows.append([f(rec) for _, f in cols])
+            except (KeyError, TypeError, ValueError):
+                continue
+    return {"headers": [h for h, _ in cols], "rows": rows}
+
+
 def table_rows(name: str, t: pd.DataFrame | None) -> dict:
     """{'headers': [...], 'rows': [[cell, ...], ...]} of one study's table for the template."""
     cols = heldout_columns(name, t)

@@ -21,19 +21,21 @@ import matplotlib.pyplot as plt
 from ..common.settings import Settings
 from . import plotkit as kit
 from .ddp_plot import plot_ddp
+from .plots_accuracy import plot_accuracy
 from .plots_costs import plot_allreduce, plot_comm, plot_model_size
 from .plots_scaling import plot_loss_curves, plot_strong, plot_weak
 from .series import TITLES
 
 FIGURES = ("strong_speedup", "strong_efficiency", "loss_curves", "weak_throughput", "weak_efficiency",
            "comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time", "model_size_memory",
-           "model_size_throughput")  # and, in a study with the ddp experiment, ddp_plot.TITLES
+           "model_size_throughput")  # and, in a study with the ddp experiment, ddp_plot.TITLES; with held-out
+# curves (tables['val_curves']), plots_accuracy's heldout_* figures
 
 
 def plot_figures(tables: dict, folder: str | Path, reference: dict | None, settings: Settings,
                  compare: list[dict] | None = None, study: str | None = None) -> dict:
     """Write every figure into `folder` and its manifest figures.json; returns the manifest. `tables`
-    (the current study) may also hold 'loss_curves', 'allreduce_sizes' and 'model' (model.json);
+    (the current study) may also hold 'loss_curves', 'val_curves', 'allreduce_sizes' and 'model' (model.json);
     `compare` = other studies as compare.read_study gives them, drawn next to it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -54,6 +56,7 @@ def plot_figures(tables: dict, folder: str | Path, reference: dict | None, setti
         (lambda: plot_model_size(studies, st, reference.get("model_size"), folder),
          ["model_size_memory", "model_size_throughput"]),
         (lambda: plot_ddp(tables, folder), ["ddp_time_to_target", "ddp_loss_curves"]),
+        (lambda: plot_accuracy(tables, folder), ["heldout_curves"]),
     ]
     manifest: dict = {}
     for step, keys in steps:

@@ -23,7 +23,8 @@ from ..model import linkcheck
 from ..tables import heldout
 from ..tables.target import rule_text
 from . import operator
-from .cells import table_rows
+from .cells import heldout_rows, table_rows
+from .plots_accuracy import PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
@@ -82,6 +83,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "corun_source": ((tables.get("model") or {}).get("corun") or {}).get("text", ""),
         "target_rule": rule_text(settings),
         "heldout": heldout_context(config, tables),
+        "accuracy": accuracy_context(config, tables, manifest, figures_dir),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),
@@ -107,6 +109,17 @@ def heldout_context(config: dict, tables: dict) -> dict | None:
     if target is None:
         return None
     return {"rule": heldout.rule_text(target, tables), "every": f"{config['training']['eval_every_samples']:,}"}
+
+
+def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir) -> dict | None:
+    """The "Time to accuracy" section: its figures (plots_accuracy's, drawn only where the study has
+    held-out curves) and, with report.target, the table of time and samples to it; None: no section."""
+    names = [n for n in manifest if n.startswith(PREFIX)]
+    if not names:
+        return None
+    every = config["training"]["eval_every_samples"]
+    return {"figures": figure_entries(manifest, figures_dir, names), "every": f"{every:,}" if every else "",
+            "table": heldout_rows(tables) if config["report"]["target"] is not None else None}
 
 
 def config_echo(config: dict) -> dict:

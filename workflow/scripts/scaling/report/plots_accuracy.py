@@ -1,0 +1,128 @@
+"""The figures of the report's "Time to accuracy" section, drawn only for a study with held-out
+validation curves (val_curves.csv; training.eval_every_samples), so a study without them has no such
+figure and no manifest entry: the held-out metric against training time (one image per experiment
+and model, one colour per world size, one line per repeat; the target, when report.target is set, as
+a horizontal line), and with a target the time to it per world size and model (mean, 95% CI; "not
+reached" where a point's repeats did not all get there). Names start with PREFIX (the section
+gathers them in the manifest's order)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import seaborn as sns
+
+from ..tables.heldout import EXPERIMENTS, clean_val_curves
+from . import plotkit as kit
+
+PREFIX = "heldout_"
+LABELS = {"val_loss": "held-out loss", "val_accuracy": "held-out accuracy"}
+
+
+def _metric(curves: pd.DataFrame, tables: dict) -> str:
+    """The target's metric where report.target is set; else accuracy where the curves have it
+    (classification), else the loss."""
+    for exp in EXPERIMENTS:
+        t = tables.get(exp)
+        if t is not None and "target_metric" in t:
+            m = next((v for v in t["target_metric"] if isinstance(v, str) and v), None)
+            if m:
+                return m
+    return "val_accuracy" if curves["val_accuracy"].notna().any() else "val_loss"
+
+
+def _target(t: pd.DataFrame | None, model: str) -> float | None:
+    if t is None or "target_value" not in t:
+        return None
+    v = t[t["model"] == model]["target_value"].dropna()
+    return float(v.iloc[0]) if len(v) else None
+
+
+def _series(r) -> str:
+    return f"p = {int(r['world_size'])}" + ("" if bool(r["ddp"]) else " (no DDP)")
+
+
+def plot_curves(exp: str, model: str, g: pd.DataFrame, metric: str, target: float | None, folder: Path,
+                name: str) -> dict:
+    keys = sorted({(int(w), bool(d)) for w, d in zip(g["world_size"], g["ddp"])}, key=lambda k: (k[0], k[1]))
+    colors = dict(zip(keys, sns.color_palette("viridis", len(keys))))
+    fig, ax = kit.figure()
+    for (pid, rep), run in g.groupby(["point_id", "rep"], sort=True):
+        run = run.sort_values("step")
+        r0 = run.iloc[0]
+        ax.plot(run["train_time_s"], run[metric], color=colors[(int(r0["world_size"]), bool(r0["ddp"]))],
+                marker="o", markersize=3, lw=1.2, alpha=0.85, label=_series(r0))
+    if target is not None:
+        ax.axhline(target, color="tab:red", lw=1, ls="-.", label=f"target {target:.4g}")
+    ax.set_xlabel("training time (s, held-out evaluations excluded)")
+    ax.set_ylabel(LABELS[metric])
+    ax.set_title(f"{exp} · {model}: {LABELS[metric]} vs training time")
+    kit.legend_below(fig, ax, ncol=3)
+    cap = (f"The {LABELS[metric]} of the {exp}-scaling points of {model} at each evaluation against the training "
+           "time up to it (the evaluations ran off the clock), one colour per world size, one line per repeat"
+           + ("; dash-dotted: the target." if target is not None else "."))
+    return {"file": kit.save(fig, folder, name), "title": f"Held-out {metric} vs training time: {exp}, {model}",
+            "caption": cap}
+
+
+def plot_time_to_target(exp: str, t: pd.DataFrame, folder: Path, name: str) -> dict:
+    """Bars per world size, one per model: mean time to the target with its 95% CI; a point whose
+    repeats did not all reach it gets its note (\"not reached ...\") at its foot instead."""
+    t = t.sort_values(["world_size", "nodes"])
+    where = list(dict.fromkeys(zip(t["world_size"].astype(int), t["ddp"].astype(bool))))
+    models = sorted(set(t["model"].dropna()))
+    colors = dict(zip(models, sns.color_palette("deep", len(models))))
+    width = 0.8 / max(len(models), 1)
+    fig, ax = kit.figure()
+    vals, highs, notes = [], [], []
+    for _, r in t.iterrows():
+        x = where.index((int(r["world_size"]), bool(r["ddp"]))) + (models.index(r["model"]) - (len(models) - 1) / 2) * width
+        y = r.get("time_to_target_s")
+        if not kit._finite(y):
+            why = r.get("time_to_target_note") if isinstance(r.get("time_to_target_note"), str) else ""
+            notes.append((x, why or "no time"))
+            continue
+        ax.bar(x, y, width=width * 0.95, color=colors[r["model"]], label=str(r["model"]),
+               yerr=kit.errors([y], [r.get("time_to_target_s_ci_lo")], [r.get("time_to_target_s_ci_hi")]),
+               capsize=4, ecolor="0.15")
+        vals.append(y)
+        highs.append((x, r.get("time_to_target_s_ci_hi"), colors[r["model"]]))
+    top = kit.limits(ax, vals or [1.0], [h for _, h, _ in highs])
+    cut = any([kit.mark_cut(ax, [x], [h], top, c) for x, h, c in highs])
+    for x, why in notes:
+        ax.annotate(why.replace(" in ", "\nin "), (x, 0), textcoords="offset points", xytext=(0, 4), ha="center",
+                    fontsize=8, color="tab:red", rotation=90, va="bottom")
+    ax.set_xticks(range(len(where)))
+    ax.set_xticklabels([f"{w}" + ("" if d else "\nno DDP") for w, d in where])
+    ax.set_xlabel("world size (ranks)")
+    metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
+    ax.set_ylabel(f"time to {metric} target (s)")
+    ax.set_title(f"{exp}: time to the held-out target (mean, 95% CI)")
+    ax.grid(axis="x", visible=False)
+    kit.legend_below(fig, ax, ncol=3)
+    cap = (f"Training time until the first held-out evaluation that reaches the target, per world size and model "
+           f"({exp} scaling); bars: mean over repeats, given only when every repeat reached it; whiskers: 95% CI; "
+           "a point without a bar says why at its foot. Evaluation time is excluded (off the clock).")
+    return {"file": kit.save(fig, folder, name), "title": f"Time to the held-out target: {exp}",
+            "caption": cap + (" " + kit.CUT_NOTE if cut else "")}
+
+
+def plot_accuracy(tables: dict, folder: Path) -> dict:
+    """The section's figures; {} without held-out curves of the strong or weak experiment."""
+    curves = clean_val_curves(tables.get("val_curves"))
+    curves = curves[curves["experiment"].isin(EXPERIMENTS)]
+    if curves.empty:
+        return {}
+    metric = _metric(curves, tables)
+    out = {}
+    for exp in EXPERIMENTS:
+        c = curves[(curves["experiment"] == exp) & curves[metric].notna()]
+        for i, (model, g) in enumerate(c.groupby("model", sort=True)):
+            out[f"{PREFIX}curves_{exp}_{i}"] = plot_curves(exp, str(model), g, metric,
+                                                           _target(tables.get(exp), model), folder,
+                                                           f"{PREFIX}curves_{exp}_{i}")
+        t = tables.get(exp)
+        if len(c) and t is not None and not t.empty and "target_metric" in t:
+            out[f"{PREFIX}time_to_target_{exp}"] = plot_time_to_target(exp, t, folder, f"{PREFIX}time_to_target_{exp}")
+    return out
