@@ -94,6 +94,7 @@ def plot_time_to_target(exp: str, t: pd.DataFrame, folder: Path, name: str) -> d
         ax.annotate(why.replace(" in ", "\nin "), (x, 0), textcoords="offset points", xytext=(0, 4), ha="center",
                     fontsize=8, color="tab:red", rotation=90, va="bottom")
     ax.set_xticks(range(len(where)))
+    ax.set_xlim(-0.6, len(where) - 0.4)  # a world size with only a note still gets its slot
     ax.set_xticklabels([f"{w}" + ("" if d else "\nno DDP") for w, d in where])
     ax.set_xlabel("world size (ranks)")
     metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
