@@ -57,7 +57,7 @@ def plot_curves(exp: str, model: str, g: pd.DataFrame, metric: str, target: floa
         ax.axhline(target, color="tab:red", lw=1, ls="-.", label=f"target {target:.4g}")
     ax.set_xlabel("training time (s, held-out evaluations excluded)")
     ax.set_ylabel(LABELS[metric])
-    ax.set_title(f"{exp} · {model}: {LABELS[metric]} vs training time")
+    ax.set_title(f"{model}\n{exp} scaling: {LABELS[metric]} vs training time", fontsize=10)  # a model's name is long
     kit.legend_below(fig, ax, ncol=3)
     cap = (f"The {LABELS[metric]} of the {exp}-scaling points of {model} at each evaluation against the training "
            "time up to it (the evaluations ran off the clock), one colour per world size, one line per repeat"
@@ -101,7 +101,7 @@ def plot_time_to_target(exp: str, t: pd.DataFrame, folder: Path, name: str) -> d
     ax.set_ylabel(f"time to {metric} target (s)")
     ax.set_title(f"{exp}: time to the held-out target (mean, 95% CI)")
     ax.grid(axis="x", visible=False)
-    kit.legend_below(fig, ax, ncol=3)
+    kit.legend_below(fig, ax)  # models' names are long: one a line
     cap = (f"Training time until the first held-out evaluation that reaches the target, per world size and model "
            f"({exp} scaling); bars: mean over repeats, given only when every repeat reached it; whiskers: 95% CI; "
            "a point without a bar says why at its foot. Evaluation time is excluded (off the clock).")
