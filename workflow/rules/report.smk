@@ -35,7 +35,7 @@ rule plot_figures:
         study=get_study_name,
         compare=get_compare_folders,
     message:
-        "figures {wildcards.study}: speedup, efficiency, loss curves, weak, comm, all-reduce, model size"
+        "figures {wildcards.study}: speedup, efficiency, loss curves, held-out curves, weak, comm, all-reduce, model size"
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
