@@ -6,6 +6,7 @@ metrics a guideline decides on, the deciding interval at the study's decision le
 
 from __future__ import annotations
 
+import math
 import re
 
 import pandas as pd
@@ -125,3 +126,34 @@ def ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0, l
         d = ratio_ci(num, den, level)
         t.at[i, f"{name}_dlo"] = d["ci_lo"] * scale
         t.at[i, f"{name}_dhi"] = d["ci_hi"] * scale
+
+
+def baselines(sub: pd.DataFrame, model: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """(ok rows of the DDP baseline = the smallest DDP world size with an ok repeat, on a tie the fewest
+    nodes; ok rows of the non-DDP world-1 point), either None when not measured."""
+    ok = sub[(sub["model"] == model) & (sub["status"] == "ok")]
+    ddp = ok[ok["ddp"].astype(bool)]
+    base = None
+    if not ddp.empty:
+        first = ddp.sort_values(["world_size", "nodes"]).iloc[0]
+        base = ddp[(ddp["world_size"] == first["world_size"]) & (ddp["nodes"] == first["nodes"])]
+    plain = ok[~ok["ddp"].astype(bool) & (ok["world_size"] == 1)]
+    return base, (plain if not plain.empty else None)
+
+
+def exact_at_baseline(t: pd.DataFrame, i, names: tuple[str, ...]) -> None:
+    """The baseline against itself: the ratio is 1 by definition, so it has no interval (the delta
+    method would give it one from the baseline's own spread, counted twice)."""
+    t.at[i, "is_baseline"] = True
+    for name in names:
+        for sfx in ("ci_lo", "ci_hi", "dlo", "dhi"):
+            if f"{name}_{sfx}" in t:
+                t.at[i, f"{name}_{sfx}"] = math.nan
+
+
+def baseline_target_times(sub: pd.DataFrame, model: str) -> tuple[pd.Series, bool]:
+    """The DDP baseline's times to target over its repeats, and whether every repeat reached it
+    (a speedup to target needs the baseline's time, not a mean of the repeats that were lucky)."""
+    base, _ = baselines(sub, model)
+    base_t = base["time_to_target_s"].dropna() if base is not None else pd.Series(dtype=float)
+    return base_t, bool(base is not None and len(base_t) and base["target_reached"].eq(True).all())

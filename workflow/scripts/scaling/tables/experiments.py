@@ -17,23 +17,11 @@ import pandas as pd
 
 from ..common.columns import GB, INTRA
 from ..common.stats import ratio_ci, summarize
-from .aggregate import aggregate, ok_repeats, ratio_columns, reached_times
+from .aggregate import (aggregate, baseline_target_times, baselines, exact_at_baseline, ok_repeats, ratio_columns,
+                        reached_times)
 
 # ratios to the DDP baseline: exactly 1 at the baseline itself (is_baseline), so without an interval
 BASELINE_RATIOS = ("speedup", "efficiency", "weak_efficiency", "scaled_speedup", "time_to_target_speedup")
-
-
-def _baselines(sub: pd.DataFrame, model: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """(ok rows of the DDP baseline = the smallest DDP world size with an ok repeat, on a tie the fewest
-    nodes; ok rows of the non-DDP world-1 point), either None when not measured."""
-    ok = sub[(sub["model"] == model) & (sub["status"] == "ok")]
-    ddp = ok[ok["ddp"].astype(bool)]
-    base = None
-    if not ddp.empty:
-        first = ddp.sort_values(["world_size", "nodes"]).iloc[0]
-        base = ddp[(ddp["world_size"] == first["world_size"]) & (ddp["nodes"] == first["nodes"])]
-    plain = ok[~ok["ddp"].astype(bool) & (ok["world_size"] == 1)]
-    return base, (plain if not plain.empty else None)
 
 
 def karp_flatt(speedup: float, p: float) -> float:
@@ -62,16 +50,6 @@ def _is_baseline(t: pd.DataFrame, i, base: pd.DataFrame | None) -> bool:
     return (t.at[i, "world_size"] == base["world_size"].iloc[0]) and (t.at[i, "nodes"] == base["nodes"].iloc[0])
 
 
-def _exact_at_baseline(t: pd.DataFrame, i, names: tuple[str, ...]) -> None:
-    """The baseline against itself: the ratio is 1 by definition, so it has no interval (the delta
-    method would give it one from the baseline's own spread, counted twice)."""
-    t.at[i, "is_baseline"] = True
-    for name in names:
-        for sfx in ("ci_lo", "ci_hi", "dlo", "dhi"):
-            if f"{name}_{sfx}" in t:
-                t.at[i, f"{name}_{sfx}"] = math.nan
-
-
 def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
     """time_to_target_s (mean over repeats, only when every ok repeat with a curve reached the
     target: a mean over the repeats that happened to reach it would be biased low), its note, and
@@ -81,9 +59,7 @@ def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
         t[c] = math.nan
     t["time_to_target_note"] = ""
     for model, g in t.groupby("model"):
-        base, _ = _baselines(sub, model)
-        base_t = base["time_to_target_s"].dropna() if base is not None else pd.Series(dtype=float)
-        base_ok = base is not None and len(base_t) and bool(base["target_reached"].eq(True).all())
+        base_t, base_ok = baseline_target_times(sub, model)
         for i in g.index:
             ok = ok_repeats(sub, t.loc[i])
             times, note = reached_times(ok)
@@ -99,7 +75,7 @@ def _time_to_target(t: pd.DataFrame, sub: pd.DataFrame) -> None:
             if base_ok:
                 ratio_columns(t, i, "time_to_target_speedup", base_t, times)
                 if t.at[i, "is_baseline"]:
-                    _exact_at_baseline(t, i, ("time_to_target_speedup",))
+                    exact_at_baseline(t, i, ("time_to_target_speedup",))
 
 
 def strong_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
@@ -120,7 +96,7 @@ def strong_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
     t["karp_flatt_note"] = ""
     t["is_baseline"] = False
     for model, g in t.groupby("model"):
-        base, plain = _baselines(sub, model)
+        base, plain = baselines(sub, model)
         for i in g.index:
             ok = ok_repeats(sub, t.loc[i])["samples_per_s"]
             p = t.at[i, "world_size"]
@@ -135,7 +111,7 @@ def strong_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
                     t.at[i, "karp_flatt"] = e
                     t.at[i, "karp_flatt_note"] = karp_flatt_note(e)
                 if _is_baseline(t, i, base):
-                    _exact_at_baseline(t, i, ("speedup", "efficiency"))
+                    exact_at_baseline(t, i, ("speedup", "efficiency"))
             if plain is not None:
                 ratio_columns(t, i, "speedup_vs_nonddp", ok, plain["samples_per_s"])
                 ratio_columns(t, i, "efficiency_vs_nonddp", ok, plain["samples_per_s"], 1 / p)
@@ -157,7 +133,7 @@ def weak_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
         t[c] = math.nan
     t["is_baseline"] = False
     for model, g in t.groupby("model"):
-        base, plain = _baselines(sub, model)
+        base, plain = baselines(sub, model)
         for i in g.index:
             ok = ok_repeats(sub, t.loc[i])
             if base is not None:
@@ -166,7 +142,7 @@ def weak_table(df: pd.DataFrame, level: float) -> pd.DataFrame:
                 t.at[i, "weak_efficiency_pct"] = 100 * t.at[i, "weak_efficiency"]
                 ratio_columns(t, i, "scaled_speedup", ok["samples_per_s"], base["samples_per_s"])
                 if _is_baseline(t, i, base):
-                    _exact_at_baseline(t, i, ("weak_efficiency", "scaled_speedup"))
+                    exact_at_baseline(t, i, ("weak_efficiency", "scaled_speedup"))
             if plain is not None:
                 ratio_columns(t, i, "weak_efficiency_vs_nonddp", ok["samples_per_s_per_rank"],
                                plain["samples_per_s_per_rank"])

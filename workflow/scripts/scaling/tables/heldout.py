@@ -21,8 +21,7 @@ import pandas as pd
 
 from ..common.columns import VAL_CURVE_COLUMNS
 from ..common.stats import summarize
-from .aggregate import not_reached_note, ok_repeats, ratio_columns
-from .experiments import _baselines, _exact_at_baseline
+from .aggregate import baseline_target_times, exact_at_baseline, not_reached_note, ok_repeats, ratio_columns
 
 EXPERIMENTS = ("strong", "weak")
 # the training-loss target's columns in the strong table (experiments._time_to_target), replaced here
@@ -140,9 +139,7 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
     t["time_to_target_note"] = ""
     t = t.astype({"target_reached": object})
     for model, g in t.groupby("model"):
-        base, _ = _baselines(sub, model)
-        base_t = base["time_to_target_s"].dropna() if base is not None else pd.Series(dtype=float)
-        base_ok = base is not None and len(base_t) and bool(base["target_reached"].eq(True).all())
+        base_t, base_ok = baseline_target_times(sub, model)
         for i in g.index:
             ok = ok_repeats(sub, t.loc[i])
             have = ok[ok["target_reached"].notna()]
@@ -166,7 +163,7 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
             if base_ok:
                 ratio_columns(t, i, "time_to_target_speedup", base_t, have["time_to_target_s"])
                 if bool(t.at[i, "is_baseline"]):
-                    _exact_at_baseline(t, i, ("time_to_target_speedup",))
+                    exact_at_baseline(t, i, ("time_to_target_speedup",))
     return t
 
 
