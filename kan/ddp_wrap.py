@@ -36,6 +36,13 @@ def set_nccl_algo(t: TrainConfig, backend: str) -> None:
     os.environ["NCCL_ALGO"] = t.nccl_algo
 
 
+def restart_hook_state(net) -> None:
+    """Forget what the comm hook learned in the untimed start-up steps (PowerSGD keeps state)."""
+    restart = getattr(net, "kanscale_restart_hook", None)
+    if restart is not None:
+        restart()
+
+
 def wrap(model, t: TrainConfig) -> DDP:
     """The model under DDP with the point's settings and hook."""
     net = DDP(model, bucket_cap_mb=t.bucket_cap_mb, static_graph=t.static_graph,
@@ -50,9 +57,13 @@ def wrap(model, t: TrainConfig) -> DDP:
         elif t.comm_hook == "bf16":
             net.register_comm_hook(None, default_hooks.bf16_compress_hook)
         elif t.comm_hook == "powersgd":
-            state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=t.powersgd_rank,
-                                                start_powerSGD_iter=t.powersgd_start_iter)
+            kw = {"process_group": None, "matrix_approximation_rank": t.powersgd_rank,
+                  "start_powerSGD_iter": t.powersgd_start_iter}
+            state = powerSGD_hook.PowerSGDState(**kw)
             net.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+            # the start-up steps (kan/loop.py) must leave no trace: its iteration count, error
+            # feedback and P/Q memories start again from scratch, as a fresh state would
+            net.kanscale_restart_hook = lambda: state.__init__(**kw)
     except (TypeError, RuntimeError, ValueError) as e:
         raise SettingError(f"training.comm_hook={t.comm_hook} cannot run on {dist.get_backend()}: {e}") from e
     return net

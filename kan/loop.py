@@ -14,6 +14,13 @@ The rate: `point.lr_effective` (training.lr scaled to the global batch, kan/lr.p
 the first `lr_warmup_samples` samples: each warm-up step sets one float per parameter group before
 its timer starts; after the ramp nothing more is done.
 
+The clock starts after the start-up (STARTUP_STEPS untimed steps on the real model, DDP and an Adam of
+its own, then the initial weights, buffers, random state and comm-hook state put back and a fresh
+optimizer made): numba loading its compiled kernels, thread pools, DDP's bucket rebuild and first
+allocations are one-time costs, which MLPerf also keeps off the time-to-train clock. No sample is
+trained for free (the weights start again from the same initial values), and the cost is recorded
+apart as timing.startup_s.
+
 Validation off the clock: every `eval_every_samples` samples seen (all ranks together), every rank
 evaluates its replica on the held-out rows (identical replicas, identical rows: no communication),
 then waits at a barrier, all between one step's timer and the next; the time it takes is counted
@@ -75,6 +82,35 @@ class Progress:
               f"{rate * self.global_batch:,.0f} samples/s ETA {eta:.0f} s", flush=True)
 
 
+# Three steps: the first forward and backward load the kernels (numba, ~0.35 s of a 0.4 s KAN time
+# to target on config/realdata.yaml), the second and third find thread pools and the allocator warm
+# and DDP's rebuilt buckets in place; at ~7 ms a step they cost the point well under 0.1 s.
+STARTUP_STEPS = 3
+
+
+def _startup(net, model, loss_fn, xb: torch.Tensor, yb: torch.Tensor, lr: float, device: torch.device) -> float:
+    """Pay the one-time costs on untimed steps, then put the model back as it was; returns seconds.
+
+    Every rank runs the same steps (each synced backward is DDP's collective), so every replica is
+    restored from its own identical copy and they stay identical."""
+    t0 = time.perf_counter()
+    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        throwaway = torch.optim.Adam(net.parameters(), lr=lr, fused=device.type == "cuda")
+        for _ in range(STARTUP_STEPS):
+            throwaway.zero_grad(set_to_none=True)
+            loss_fn(net(xb), yb).backward()
+            throwaway.step()
+        sync(device)
+    with torch.no_grad():
+        model.load_state_dict(saved)
+    for p in model.parameters():
+        p.grad = None
+    ddp_wrap.restart_hook_state(net)
+    sync(device)
+    return time.perf_counter() - t0
+
+
 def _average_grads(params: list[torch.Tensor], world: int) -> None:
     """One flat all-reduce of every gradient, then the mean (what DDP would have done)."""
     flat = torch.cat([p.grad.reshape(-1) for p in params])
@@ -103,19 +139,20 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     if use_ddp and run.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
     counter = ddp_wrap.ByteCounter()  # what the hook all-reduces in the timed synced steps
-    # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
     lr_eff, warmup = point.lr_effective, t_cfg.lr_warmup_samples
-    opt = torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda")
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
 
     data = load_data(point.data, t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
     x_all, y_all = data.x.to(device), data.y.to(device)
     x_val, y_val = data.x_val.to(device), data.y_val.to(device)
     loss_fn = F.cross_entropy if data.classification else F.mse_loss
+    bpr = t_cfg.batch_per_rank
+    startup_s = _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device)
+    # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
+    opt = torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda")
     eval_every = t_cfg.eval_every_samples
     next_eval, eval_time, val_curve = eval_every, 0.0, []
     shard_len = len(shard_indices(t_cfg.samples, info.rank, info.world_size, 0, t_cfg.seed))
-    bpr = t_cfg.batch_per_rank
     steps_per_epoch = math.ceil(shard_len / bpr)
     total_steps = t_cfg.epochs * steps_per_epoch
     if t_cfg.max_steps:
@@ -224,6 +261,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "nosync": metrics.summarize(nosync_times),
         "flat_allreduce": metrics.summarize(flat_ar_times),
         "train_time_s": train_time,
+        "startup_s": startup_s,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
         "epochs": epochs,
@@ -335,6 +373,9 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "nosync_step_time_s": nosync,
             "per_rank_step_time_s": [r["sync"]["median"] if r["sync"] else None for r in per_rank],
             "train_time_s": train_time,
+            # the one-time start-up, off the clock (the slowest rank's): see STARTUP_STEPS
+            "startup_s": max(r["startup_s"] for r in per_rank),
+            "startup_steps": STARTUP_STEPS,
             "epoch_time_s": train_time / max(len(r0["epochs"]), 1),
             "num_steps": r0["steps"],
             "steps_per_epoch": r0["steps_per_epoch"],

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import plan
+from kan import loop
 from kan import lr as lr_rule
 from kan import record as records
 from kan import train
@@ -108,6 +109,9 @@ def test_the_optimiser_ramps_up_over_the_warmup(tmp_path, monkeypatch):
     # one rank of 64 against a reference of 32: linear = 0.01 x 2; 256 warm-up samples = 4 steps of 64
     assert train.main([*SMALL, "--lr-scaling=linear", "--lr-reference-batch=32", "--lr-warmup-samples=256",
                        "--out", str(out)]) == 0
+    # the start-up's throwaway steps (off the clock, undone) come first, at the full rate
+    assert seen[: loop.STARTUP_STEPS] == pytest.approx([0.02] * loop.STARTUP_STEPS)
+    seen = seen[loop.STARTUP_STEPS:]
     assert len(seen) == 16
     assert seen == pytest.approx([0.005, 0.01, 0.015] + [0.02] * 13)
     opt = records.read(out)["optimizer"]

@@ -70,7 +70,7 @@ LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", 
 # one row per held-out evaluation (training.eval_every_samples): training time only, evaluation apart
 VAL_CURVE_COLUMNS = ["point_id", "experiment", "model", "data", "world_size", "nodes", "gpus_per_node",
                      "placement_class", "ddp", "rep", "global_batch", "step", "samples_seen", "train_time_s",
-                     "val_loss", "val_accuracy", "eval_time_s"]
+                     "val_loss", "val_accuracy", "eval_time_s", "startup_s"]
 ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
                      "backend",
                      "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status",

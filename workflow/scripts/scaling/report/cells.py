@@ -204,6 +204,10 @@ def _reached(r):
     return f"{int(n)} of {int(of)}" if known(n) and known(of) else "–"
 
 
+def _startup(r):
+    return _sig(r["startup_s_mean"]) if known(r.get("startup_s_mean")) else "–"
+
+
 def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
     """The columns of a strong or weak table with a held-out target (report.target; its frame has
     target_metric): time and samples to it, the repeats that reached it and the evaluation time off
@@ -220,6 +224,7 @@ def heldout_columns(name: str, t: pd.DataFrame | None) -> list:
         ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
         ("eval time ms, whole run (off the clock)", lambda r: number_text(1e3 * r["eval_time_s_mean"], 1)
          if known(r.get("eval_time_s_mean")) else "–"),
+        ("start-up s (off the clock)", _startup),
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ]
 
@@ -233,7 +238,7 @@ def heldout_rows(tables: dict) -> dict:
             ("nodes", lambda r: f"{int(r['nodes'])}"),
             ("time to target s", lambda r: _with_ci(r, "time_to_target_s", _sig)),
             ("samples to target", lambda r: _with_ci(r, "samples_to_target", lambda v: number_text(float(v), 0))),
-            ("reached (repeats)", _reached)]
+            ("reached (repeats)", _reached), ("start-up s (off the clock)", _startup)]
     rows = []
     for exp in ("strong", "weak"):
         t = tables.get(exp)

@@ -30,7 +30,7 @@ LOSS_TARGET_COLUMNS = ("target_loss", "time_to_target_s", "time_to_target_s_ci_l
                        "time_to_target_note")
 # per repeat, what per_repeat adds
 REPEAT_COLUMNS = ("target_metric", "target_value", "target_reference_value", "time_to_target_s",
-                  "samples_to_target", "target_reached", "eval_time_s")
+                  "samples_to_target", "target_reached", "eval_time_s", "startup_s")
 
 
 def reaches(value: float, target: float, metric: str) -> bool:
@@ -104,6 +104,8 @@ def per_repeat(df: pd.DataFrame, curves: pd.DataFrame, target: dict) -> pd.DataF
         hit = first_reach(curve, metric, value)
         df.at[i, "target_value"], df.at[i, "target_reference_value"] = value, ref
         df.at[i, "eval_time_s"] = float(curve["eval_time_s"].iloc[0])
+        if "startup_s" in curve:  # the one-time start-up, off the clock (absent from older records)
+            df.at[i, "startup_s"] = pd.to_numeric(curve["startup_s"], errors="coerce").iloc[0]
         df.at[i, "target_reached"] = hit is not None
         if hit is not None:
             df.at[i, "time_to_target_s"], df.at[i, "samples_to_target"] = hit
@@ -124,13 +126,14 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
     target_metric, target_value, target_reference_value; time_to_target_s and samples_to_target
     (mean, 95% CI over the repeats; given only when every ok repeat with a curve reached the target:
     a mean over the repeats that happened to reach it would be biased low), target_n_reached of
-    target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean (all of a run's evaluations), and
+    target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean (all of a run's evaluations),
+    startup_s_mean (the one-time start-up before the clock started: kan/loop.py), and
     time_to_target_speedup = the DDP baseline's time / this time. `sub`: per_repeat's rows of that
     experiment."""
     t = t.drop(columns=[c for c in LOSS_TARGET_COLUMNS if c in t]).copy()
     num = ("target_value", "target_reference_value", "time_to_target_s", "time_to_target_s_ci_lo",
            "time_to_target_s_ci_hi", "samples_to_target", "samples_to_target_ci_lo", "samples_to_target_ci_hi",
-           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "time_to_target_speedup",
+           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "startup_s_mean", "time_to_target_speedup",
            "time_to_target_speedup_ci_lo", "time_to_target_speedup_ci_hi")
     t["target_metric"] = sub["target_metric"].dropna().iloc[0] if sub["target_metric"].notna().any() else ""
     for c in num:
@@ -153,6 +156,7 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
             t.at[i, "target_n_repeats"] = len(have)
             t.at[i, "target_reached"] = missed == 0
             t.at[i, "eval_time_s_mean"] = float(have["eval_time_s"].mean())
+            t.at[i, "startup_s_mean"] = float(have["startup_s"].mean()) if have["startup_s"].notna().any() else math.nan
             if missed:
                 continue
             for col in ("time_to_target_s", "samples_to_target"):

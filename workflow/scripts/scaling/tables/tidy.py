@@ -223,6 +223,7 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
         for entry in validation.get("curve") or []:
             vals.append({"point_id": pid, **keys, "data": Point.from_json(point).data.label,
                          "global_batch": row["global_batch"], "eval_time_s": validation["eval_time_s"],
+                         "startup_s": _get(rec, "timing", "startup_s"),
                          **{k: entry.get(k) for k in ("step", "samples_seen", "train_time_s", "val_loss",
                                                       "val_accuracy")}})
         for size in _get(rec, "allreduce", "sizes") or []:
