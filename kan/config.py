@@ -32,6 +32,9 @@ from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (Launc
 IMPLS = ("kanscale", "mlp", "mlp_matched", "pykan")
 BASES = ("bspline", "rbf", "chebyshev")
 EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp")
+# what a point may be besides the config's experiments: lr_tune = one candidate rate of the one-rank
+# sweep that `training.lr: tuned` runs before the scaling points (workflow/scripts/plan/points.py)
+POINT_EXPERIMENTS = (*EXPERIMENTS, "lr_tune")
 # DDP's gradient communication hooks (torch.distributed.algorithms.ddp_comm_hooks); none = DDP's own
 COMM_HOOKS = ("none", "fp16", "bf16", "powersgd")
 NCCL_ALGOS = ("", "Ring", "Tree")
@@ -135,8 +138,15 @@ class TrainConfig:
     lr_warmup_samples: int = field(default=0, metadata=meta(
         "the rate ramps linearly from ~0 to the scaled rate over this many samples seen by all ranks "
         "(0 = no ramp)", "samples", lo=0))
+    # training.lr: tuned: the point trains at the rate the one-rank sweep chose from these (lr_tuning.json),
+    # and its id hashes them instead of lr (unknown when the study is planned); empty = lr as given
+    lr_candidates: tuple[float, ...] = field(default=(), metadata=meta(
+        "the rates lr was tuned from (empty = not tuned; set by the plan for training.lr: tuned)", gt=0.0))
 
     def __post_init__(self) -> None:
+        c = self.lr_candidates  # 1 in YAML and 1.0 on the command line: one float, one id
+        if isinstance(c, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in c):
+            object.__setattr__(self, "lr_candidates", tuple(float(x) for x in c))
         validate(self, "training.", None)
         if self.comm_probe_every == 1:
             raise PointError("training.comm_probe_every",
@@ -180,14 +190,19 @@ class TrainConfig:
         for k in LR_SETTINGS:  # likewise the rate's rule at its defaults
             if d[k] == default(TrainConfig, k):
                 d.pop(k)
+        d.pop("lr" if self.lr_candidates else "lr_candidates")  # tuned: the candidates name the rate
         return d
+
+    @property
+    def tuned(self) -> bool:
+        return bool(self.lr_candidates)
 
 
 DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
                 "nccl_algo")
 LR_SETTINGS = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples")
 # TrainConfig fields in a point's JSON and command line only where its id's hash has them
-OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS)
+OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS, "lr_candidates")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,7 +273,7 @@ class Point:
     """One measurement point = one job = one record."""
 
     study: str = field(default="study", metadata=meta("study name (results/<study>/)"))
-    experiment: str = field(default="strong", metadata=meta("which scaling experiment", choices=EXPERIMENTS))
+    experiment: str = field(default="strong", metadata=meta("which scaling experiment", choices=POINT_EXPERIMENTS))
     rep: int = field(default=0, metadata=meta("repeat index", lo=0, limit="max_repeats"))
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -287,6 +302,12 @@ class Point:
                 raise PointError("training.lr_reference_batch" if t.lr_reference_batch else "training.lr_scaling",
                                  f"lr_scaling {t.lr_scaling} with lr_reference_batch {t.lr_reference_batch}: "
                                  "linear and sqrt scale lr from a reference global batch (>= 1), none has none")
+
+    @property
+    def tuning_key(self) -> str:
+        """This point's key in results/<study>/lr_tuning.json: the model's label, and its data where
+        they are not the default (every Feynman equation gets its own rate)."""
+        return self.model.label + (f" on {self.data.label}" if self.data.measured() else "")
 
     @property
     def lr_effective(self) -> float:
@@ -350,6 +371,8 @@ class Point:
         model = self.model.label + ("" if self.train.ddp else "_noddp")
         widths = "x".join(map(str, self.model.widths))
         setting = self.train.ddp_label.replace(" ", "_").replace(".", "p") if self.experiment == "ddp" else ""
+        if self.experiment == "lr_tune":  # one sweep point per candidate rate: the rate in its name
+            setting = f"lr{self.train.lr:g}".replace(".", "p")
         return "-".join(filter(None, (self.experiment, model, widths, where, setting, rep, digest)))
 
     # ---- JSON ----
@@ -403,7 +426,7 @@ class Point:
                 v = getattr(sub, f.name)
                 if name == "data" and f.name not in self.data.measured():
                     continue  # the default data: the command line of every older point stays as it was
-                if name == "train" and f.name in LR_SETTINGS and f.name not in self.train.measured():
+                if name == "train" and f.name in (*LR_SETTINGS, "lr_candidates") and f.name not in self.train.measured():
                     continue  # likewise the rate's rule at its defaults
                 if isinstance(v, bool):
                     argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")

@@ -95,7 +95,9 @@ def measured_ids(after_look):
     report, the points with a record now."""
     if PARTIAL:
         return [pid for pid in POINTS if pid not in RUNNING and Path(f"results/{STUDY}/points/{pid}.json").exists()]
-    return [pid for pid in requested_ids(after_look) if pid not in RUNNING]
+    # a sweep point still running elsewhere: the tuned points wait for a later run's complete sweep
+    wait = sweep_running()
+    return [pid for pid in requested_ids(after_look) if pid not in RUNNING and not (wait and POINTS[pid].train.tuned)]
 
 
 def records_of(ids):
@@ -151,7 +153,8 @@ def get_point_env(wildcards):
 def get_point_json(wildcards):
     """The point for the launcher; limits are left out: they bound the plan, not the measurement,
     and a param change would re-run the point."""
-    point = POINTS[wildcards.point].to_json()
+    point = POINTS[wildcards.point]
+    point = (tuned_point(point) if point.train.tuned else point).to_json()  # lr: tuned: the sweep's choice
     point.pop("limits")
     return json.dumps(point, separators=(",", ":"))
 

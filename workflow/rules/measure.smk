@@ -17,6 +17,7 @@ rule make_pykan_env:
 rule measure_point:
     input:
         get_point_env,
+        get_point_tuning,
     output:
         "results/{study}/points/{point}.json",
     log:

@@ -106,6 +106,7 @@ rule render_report:
         reference=get_reference_name,
         compare=get_compare_folders,
         looks=get_last_look_path,
+        tuning=get_tuning_path,
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
@@ -116,4 +117,4 @@ rule render_report:
         " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
         " --in expectations={input.expectations:q} --param config={params.config:q}"
         " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"
-        " --out report={output.report:q} > {log:q} 2>&1"
+        " --param tuning={params.tuning:q} --out report={output.report:q} > {log:q} 2>&1"

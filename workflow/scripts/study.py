@@ -233,12 +233,19 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         for name in ("points", "benchmarks", "attempts", "looks"):
             (results / name).mkdir(parents=True, exist_ok=True)
             (scratch / "results" / study / name).symlink_to(results / name)
+        if (results / "lr_tuning.json").exists():  # training.lr: tuned: the sweep's choice, for the report
+            (scratch / "results" / study / "lr_tuning.json").symlink_to(results / "lr_tuning.json")
         for folder in cfg["report"]["compare"]:  # relative to the working directory, as in a run
             link = scratch / folder
             if not link.exists() and (workdir / folder).exists():
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to((workdir / folder).resolve())
         cfg_file = scratch / "study.yaml"
+        data = cfg["data"]
+        if data.get("path") and not Path(data["path"]).expanduser().is_absolute():
+            # a table's path is relative to the working directory (plan/data.py); snakemake runs in
+            # the scratch folder here, so give it the same file by its absolute path
+            cfg = {**cfg, "data": {**data, "path": str((workdir / Path(data["path"]).expanduser()).resolve())}}
         write_text(cfg_file, yaml.safe_dump({**cfg, "partial": True}, sort_keys=False))
         target = f"reports/{study}/report.html"
         cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(scratch),

@@ -15,7 +15,7 @@ them. Below: what callers use. The modules import each other directly, never thi
 """
 
 from .config import _merge, config_warnings, load_config, read_yaml, validate_config
-from .fields import CONFIG_FIELDS, launch_settings, limits
+from .fields import CONFIG_FIELDS, launch_settings, limits, lr_candidates
 from .points import DDP_DEFAULTS, build_points, initial_points, points_digest, points_json, repeat_plan
 from .runtimes import ESTIMATE_RULE, point_runtimes
 from .schema import ConfigError, load_schema

@@ -86,12 +86,27 @@ def study_parts(cfg: dict, problems: list) -> dict:
             if mc is not None:
                 parts["models"].append(mc)
     parts["train"] = config_kwargs(cfg, TrainConfig)
+    parts["lr_candidates"] = lr_candidates(cfg)
+    if parts["lr_candidates"]:
+        # a placeholder: a tuned point's id hashes the candidates, and its launcher sets the rate the
+        # sweep chose (launch/tuned.py); each sweep point gets its own candidate (plan/points.py)
+        parts["train"]["lr"] = parts["lr_candidates"][0]
     _build(TrainConfig, dict(parts["train"]), problems)  # checks the training section once
     parts["placement"] = config_kwargs(cfg, Placement)
     _build(Placement, dict(parts["placement"]), problems)
     parts["launch"] = _build(LaunchSettings, config_kwargs(cfg, LaunchSettings), problems)
     parts["data"] = datasets(cfg, problems)  # a table is read and checked here, once
     return parts
+
+
+def lr_candidates(cfg: dict) -> tuple[float, ...]:
+    """The rates `training.lr: tuned` (or a list of rates) chooses from, as floats; () = lr as given."""
+    lr = cfg["training"]["lr"]
+    if isinstance(lr, list):
+        return tuple(float(x) for x in lr)
+    if lr == "tuned":
+        return tuple(float(x) for x in cfg["training"]["lr_candidates"])
+    return ()
 
 
 def launch_settings(cfg: dict) -> LaunchSettings:

@@ -81,6 +81,22 @@ def lr_reference(cfg: dict, experiment: str) -> dict:
     return {"lr_reference_batch": e["global_batch"] if "global_batch" in e else e["batch_per_rank"]}
 
 
+def sweep_setting(cfg: dict) -> tuple[str, int, int]:
+    """(experiment, samples, global batch) of the lr sweep's one-rank points: the study's reference
+    global batch, strong's (its global_batch, or its batch_per_rank at one rank), else weak's one-rank
+    point, else the first other training experiment's batch_per_rank at one rank. The sweep's lr
+    reference is that experiment's (lr_reference), so with lr_scaling the chosen rate is the rate at
+    the reference batch, and the scaling points scale it as they would a given lr."""
+    exps = cfg["experiments"]
+    s, w = enabled(exps, "strong"), enabled(exps, "weak")
+    if s:
+        return "strong", s["samples"], s["global_batch"] if "global_batch" in s else s["batch_per_rank"]
+    if w:
+        return "weak", w["samples_per_rank"], w["batch_per_rank"]
+    name = next(n for n in ("comm", "model_size", "ddp") if enabled(exps, n))
+    return name, exps[name]["samples"], exps[name]["batch_per_rank"]
+
+
 def ddp_combinations(cfg: dict) -> list[dict]:
     """TrainConfig fields of every combination of the ddp experiment's lists, in config order, and
     DDP's defaults first when no combination is them: every setting is judged against them."""
@@ -161,10 +177,23 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                                           f"of {batch} ({kw['train'].batch_per_rank} per rank x "
                                           f"{kw['placement'].world_size} ranks)")
 
+    candidates = parts["lr_candidates"]
+    tuned = {"lr_candidates": candidates} if candidates else {}
+    if candidates:  # training.lr: tuned: the one-rank sweep, one point per candidate rate
+        ref_exp, samples, batch = sweep_setting(cfg)
+        one = Placement(**placement_base, nodes=1, gpus_per_node=1)
+        for lr in candidates:
+            train = TrainConfig(**{**train_base, "lr": lr}, samples=samples, batch_per_rank=batch, ddp=True,
+                                **lr_reference(cfg, ref_exp))
+            for ds in parts["data"]:
+                for mc in parts["models"]:
+                    for rep in range(num_reps):
+                        add(f"training.lr: tuned (the sweep's point at lr {lr:g})", experiment="lr_tune", rep=rep,
+                            model=mc, train=train, placement=one, dataset=ds)
     for experiment, widths, topo, samples, bpr, ddp in training_rows(cfg):
         # limits (nodes, ranks per node) are checked by Point, with the point's context
         train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp,
-                            **lr_reference(cfg, experiment))
+                            **lr_reference(cfg, experiment), **tuned)
         for place in placements(topo):
             for ds in parts["data"]:
                 for mc in parts["models"]:
@@ -176,7 +205,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
     d = enabled(cfg["experiments"], "ddp")
     for setting in ddp_combinations(cfg):
         train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"],
-                            **lr_reference(cfg, "ddp"))
+                            **lr_reference(cfg, "ddp"), **tuned)
         for place in placements(d["topology"]):
             for ds in parts["data"]:
                 for mc in parts["models"]:

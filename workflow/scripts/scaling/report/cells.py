@@ -266,3 +266,21 @@ def table_rows(name: str, t: pd.DataFrame | None) -> dict:
                     row.append("–")
             rows.append(row)
     return {"headers": [h for h, _ in cols], "rows": rows}
+
+
+def tuning_rows(tuning: dict) -> list[dict]:
+    """Each implementation's lr sweep (lr_tuning.json): the chosen rate, why, and one row per
+    candidate (final held-out metric, time to a fixed target, ok and failed repeats)."""
+    out = []
+    for key, c in tuning.items():
+        rows = []
+        for cand in c["candidates"]:
+            final = cand["final_metric"]
+            t = cand["time_to_target_s"]
+            rows.append([f"{cand['lr']:g}" + (" (chosen)" if cand["lr"] == c["chosen"] else ""),
+                         "–" if final is None else f"{final:.4g}",
+                         "–" if t is None else _sig(t),
+                         f"{cand['repeats']}" + (f" ({cand['failed']} failed)" if cand["failed"] else "")])
+        out.append({"key": key, "chosen": "none" if c["chosen"] is None else f"{c['chosen']:g}", "why": c["why"],
+                    "headers": ["lr", f"final {c['metric']}", "time to target s", "ok repeats"], "rows": rows})
+    return out

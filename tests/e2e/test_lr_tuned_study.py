@@ -1,0 +1,87 @@
+"""training.lr: tuned on a user's CSV through the local workflow (issue 30, slice 1): the one-rank
+sweep runs first, lr_tuning.json names each implementation's rate, every tuned point trains at it
+and says why, the report shows the sweep; a sweep point measured again to the same choice re-runs
+no tuned point, and a sweep whose choice changed re-runs exactly that implementation's points."""
+
+import json
+
+import numpy as np
+import pytest
+import workflow_runs
+from workflow_runs import copy_workflow, measured
+
+pytestmark = pytest.mark.e2e
+
+CANDS = [0.003, 0.01, 0.03]
+
+
+def _csv(path):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((400, 3))
+    y = (x[:, 0] - 0.5 * x[:, 1] + 0.3 * x[:, 2] > 0).astype(int)
+    path.write_text("a,b,c,label\n" + "".join(f"{a:.4f},{b:.4f},{c:.4f},{k}\n" for (a, b, c), k in zip(x, y)))
+
+
+def _config():
+    return {
+        "study": "tuned", "device": "cpu", "cpu_threads_per_rank": 1, "repeats": 1,
+        "data": {"kind": "file", "path": "rows.csv", "target": "label", "task": "classification"},
+        "model": {"impl": ["kanscale", "mlp_matched"], "widths": [3, 6, 2], "grid_size": 4},
+        "training": {"epochs": 1, "warmup_steps": 2, "lr": "tuned", "lr_candidates": CANDS,
+                     "eval_every_samples": 512},
+        "experiments": {
+            "strong": {"samples": 2048, "global_batch": 64, "non_ddp_baseline": False,
+                       "topologies": [{"nodes": 1, "gpus_per_node": 1}, {"nodes": 1, "gpus_per_node": 2}]},
+            "allreduce": {"enabled": False},
+        },
+        "report": {"bootstrap_samples": 20, "reference": "none",
+                   "target": {"metric": "val_accuracy", "from_reference": 0.95}},
+        "resources": {"runtime_min": 5, "mem_mb_per_rank": 1000, "cpus_per_rank": 1},
+    }
+
+
+def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(tmp_path):
+    work = copy_workflow(tmp_path / "w w", config=_config())  # a path with a space, as users have
+    _csv(work / "rows.csv")
+    out = workflow_runs.snakemake(work).out
+    recs = workflow_runs.records(work, "tuned")
+    sweep = {pid: r for pid, r in recs.items() if pid.startswith("lr_tune-")}
+    tuned = {pid: r for pid, r in recs.items() if pid.startswith("strong-")}
+    assert len(sweep) == 6 and len(tuned) == 4 and all(r["status"] == "ok" for r in recs.values())
+    choice = json.loads((work / "results/tuned/lr_tuning.json").read_text())
+    assert set(choice) == {"kanscale_bspline on file rows.csv:label", "mlp_matched on file rows.csv:label"}
+    for key, c in choice.items():
+        assert c["chosen"] in CANDS and c["why"] and [x["lr"] for x in c["candidates"]] == CANDS
+        assert all(x["repeats"] == 1 for x in c["candidates"])
+    for pid, r in tuned.items():
+        key = next(k for k in choice if k.startswith(r["point"]["model"]["impl"]))
+        assert r["point"]["train"]["lr"] == choice[key]["chosen"] == r["optimizer"]["lr_effective"], pid
+        assert r["optimizer"]["lr_tuned"]["why"] == choice[key]["why"]
+    # the sweep ran before every tuned point: each tuned record started after the last sweep record ended
+    last_sweep = max(r["finished_utc"] for r in sweep.values())
+    assert min(r["started_utc"] for r in tuned.values()) >= last_sweep[:19]
+    html = (work / "reports/tuned/report.html").read_text()
+    assert "Each model at its own tuned rate" in html and "(chosen)" in html
+    assert "Updating checkpoint dependencies" in out
+
+    # a sweep point measured again (its record deleted) to the same choice: no tuned point re-runs
+    gone = next(pid for pid in sweep if "mlp_matched" in pid)
+    (work / f"results/tuned/points/{gone}.json").unlink()
+    out = workflow_runs.snakemake(work).out
+    assert measured(out) == {gone}, measured(out)
+    assert json.loads((work / "results/tuned/lr_tuning.json").read_text()) == choice
+
+    # the KAN's sweep now makes another rate best: only the KAN's tuned points run again, at that rate
+    kan = choice["kanscale_bspline on file rows.csv:label"]["chosen"]
+    other = next(lr for lr in CANDS if lr != kan)
+    pid = next(p for p, r in sweep.items() if "kanscale" in p and r["point"]["train"]["lr"] == other)
+    path = work / f"results/tuned/points/{pid}.json"
+    rec = json.loads(path.read_text())
+    for entry in rec["validation"]["curve"]:
+        entry["val_accuracy"], entry["val_loss"] = 1.0, 0.0
+    path.write_text(json.dumps(rec))  # newer than lr_tuning.json: the choice is made again
+    out = workflow_runs.snakemake(work).out
+    rerun = measured(out)
+    assert rerun == {p for p in tuned if "kanscale" in p}, rerun
+    again = workflow_runs.records(work, "tuned", "strong-kanscale*")
+    assert all(r["point"]["train"]["lr"] == other for r in again.values())

@@ -1,0 +1,32 @@
+"""Workflow step: the lr sweep's records (experiment lr_tune, training.lr: tuned) -> each
+implementation's rate in results/<study>/lr_tuning.json (scaling/tables/lrtune.py says how it is
+chosen). The tuned scaling points read it when they start (workflow/scripts/launch/tuned.py)."""
+
+import sys
+from pathlib import Path
+
+from kan import record as records
+from kan.config import Point
+from scaling.common.io import step_args, write_json
+from scaling.tables.lrtune import choose, sweep_run
+
+
+def main(points_dir: str, ids: list[str], candidates: list[float], target: dict | None, out: str) -> None:
+    runs = []
+    for pid in ids:
+        path = Path(points_dir) / f"{pid}.json"
+        try:
+            rec = records.read(path, pid)
+        except records.InvalidRecord as e:
+            print(f"{path}: not used ({e})", file=sys.stderr)
+            continue
+        runs.append(sweep_run(rec, Point.from_json(rec["point"]).tuning_key))
+    choice = choose(runs, candidates, target)
+    write_json(choice, out)
+    for key, c in choice.items():
+        print(f"{key}: lr {c['chosen']} ({c['why']})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    inputs, params, outs = step_args(__doc__)
+    main(inputs["points_dir"], params["ids"], params["candidates"], params["target"], outs["lr_tuning"])
