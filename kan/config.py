@@ -31,7 +31,7 @@ from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (Launc
 # workflow/scripts/pykan_train.py with this package's loop and record
 IMPLS = ("kanscale", "mlp", "mlp_matched", "pykan")
 BASES = ("bspline", "rbf", "chebyshev")
-EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp")
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp", "batch")
 # what a point may be besides the config's experiments: lr_tune = one candidate rate of the one-rank
 # sweep that `training.lr: tuned` runs before the scaling points (workflow/scripts/plan/points.py)
 POINT_EXPERIMENTS = (*EXPERIMENTS, "lr_tune")
@@ -373,6 +373,8 @@ class Point:
         setting = self.train.ddp_label.replace(" ", "_").replace(".", "p") if self.experiment == "ddp" else ""
         if self.experiment == "lr_tune":  # one sweep point per candidate rate: the rate in its name
             setting = f"lr{self.train.lr:g}".replace(".", "p")
+        if self.experiment == "batch":  # one point per global batch (one rank: batch_per_rank is it)
+            setting = f"b{self.train.batch_per_rank}"
         return "-".join(filter(None, (self.experiment, model, widths, where, setting, rep, digest)))
 
     # ---- JSON ----

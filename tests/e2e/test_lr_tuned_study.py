@@ -33,6 +33,7 @@ def _config():
             "strong": {"samples": 2048, "global_batch": 64, "non_ddp_baseline": False,
                        "topologies": [{"nodes": 1, "gpus_per_node": 1}, {"nodes": 1, "gpus_per_node": 2}]},
             "allreduce": {"enabled": False},
+            "batch": {"samples": 2048, "global_batches": [16, 64, 256]},
         },
         "report": {"bootstrap_samples": 20, "reference": "none",
                    "target": {"metric": "val_accuracy", "from_reference": 0.95}},
@@ -47,7 +48,13 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     recs = workflow_runs.records(work, "tuned")
     sweep = {pid: r for pid, r in recs.items() if pid.startswith("lr_tune-")}
     tuned = {pid: r for pid, r in recs.items() if pid.startswith("strong-")}
-    assert len(sweep) == 6 and len(tuned) == 4 and all(r["status"] == "ok" for r in recs.values())
+    batch = {pid: r for pid, r in recs.items() if pid.startswith("batch-")}
+    assert len(sweep) == 6 and len(tuned) == 4 and len(batch) == 6 and all(r["status"] == "ok" for r in recs.values())
+    # the batch points train at the tuned rate too; the critical batch has a verdict per model
+    assert all(r["optimizer"]["lr_tuned"] for r in batch.values())
+    crit = json.loads((work / "results/tuned/critical_batch.json").read_text())
+    assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
+    assert all(c["status"] in ("ok", "no growth", "not enough batches", "not reached") for c in crit.values())
     choice = json.loads((work / "results/tuned/lr_tuning.json").read_text())
     assert set(choice) == {"kanscale_bspline on file rows.csv:label", "mlp_matched on file rows.csv:label"}
     for key, c in choice.items():
@@ -82,6 +89,6 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     path.write_text(json.dumps(rec))  # newer than lr_tuning.json: the choice is made again
     out = workflow_runs.snakemake(work).out
     rerun = measured(out)
-    assert rerun == {p for p in tuned if "kanscale" in p}, rerun
+    assert rerun == {p for p in (*tuned, *batch) if "kanscale" in p}, rerun
     again = workflow_runs.records(work, "tuned", "strong-kanscale*")
     assert all(r["point"]["train"]["lr"] == other for r in again.values())

@@ -202,7 +202,7 @@ EXPANDED_FIELDS = {
     **{f"experiments.{e}.batch_per_rank": (TrainConfig, "batch_per_rank", "default")
        for e in ("weak", "comm", "model_size", "ddp")},
     "experiments.strong.samples": (TrainConfig, "samples", "default"),
-    **{f"experiments.{e}.samples": (TrainConfig, "samples", "bounds") for e in ("comm", "model_size", "ddp")},
+    **{f"experiments.{e}.samples": (TrainConfig, "samples", "bounds") for e in ("comm", "model_size", "ddp", "batch")},
     "experiments.weak.samples_per_rank": (TrainConfig, "samples", "bounds"),
     # null = the experiment's one-rank global batch, resolved per point (plan.points.lr_reference); 0
     # means "no reference" to TrainConfig and is no batch in the config
@@ -216,7 +216,8 @@ EXPANDED_FIELDS = {
 SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "rerun_failed", "partial",
                "model", "training", "experiments", "experiments.*.enabled", "experiments.*.topologies",
                "experiments.*.non_ddp_baseline", "experiments.strong", "experiments.weak", "experiments.comm",
-               "experiments.model_size", "experiments.model_size.hidden_widths",
+               "experiments.model_size", "experiments.model_size.hidden_widths", "experiments.batch",
+               "experiments.batch.global_batches",
                "experiments.model_size.topology", "experiments.ddp", "experiments.ddp.topology",
                "experiments.strong.global_batch", "experiments.strong.batch_per_rank", "experiments.allreduce",
                "plan", "plan.*", "limits", "resources", "timeouts", "network", "network.emulate", "report",

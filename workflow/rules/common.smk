@@ -108,7 +108,9 @@ def get_final_output(wildcards):
     # The records are targets themselves: Snakemake does not regenerate a deleted input whose
     # downstream outputs still exist, but a deleted point record must run again.
     records = [] if PARTIAL else records_of(measured_ids(LAST_LOOK))
-    return records + [f"reports/{STUDY}/report.html"]
+    # the critical batch (tune.smk), where the batch experiment is measured
+    extra = [f"results/{STUDY}/critical_batch.json"] if plan.points.enabled(config["experiments"], "batch") else []
+    return records + extra + [f"reports/{STUDY}/report.html"]
 
 
 def get_point_records(wildcards):

@@ -20,3 +20,24 @@ checkpoint tune_lr:
         "{PYTHON:q} {SCRIPTS_DIR:q}/tune_lr.py --in points_dir=results/{wildcards.study}/points"
         " --param ids={params.ids:q} --param candidates={params.candidates:q} --param target={params.target:q}"
         " --out lr_tuning={output.tuning:q} > {log:q} 2>&1"
+
+
+# experiments.batch: each model's critical batch from the held-out curves (scaling/tables/critical.py)
+rule critical_batch:
+    input:
+        val_curves=rules.collect_measurements.output.val_curves,
+    output:
+        critical_batch="results/{study}/critical_batch.json",
+    log:
+        "results/{study}/logs/critical_batch.log",
+    localrule: True
+    params:
+        target=get_lr_target,
+        resamples=lambda wildcards: as_json(config["report"]["bootstrap_samples"]),
+        level=lambda wildcards: as_json(REPEATS.level),
+    message:
+        "critical batch {wildcards.study}: samples to the held-out target against the global batch"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/critical_batch.py --in val_curves={input.val_curves:q}"
+        " --param target={params.target:q} --param resamples={params.resamples:q} --param level={params.level:q}"
+        " --out critical_batch={output.critical_batch:q} > {log:q} 2>&1"

@@ -81,6 +81,9 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
     # report.expect's grammar: a typo in a metric name stops the run before any point is measured
     out.extend(expectation_problems(cfg["report"]["expect"]))
     out.extend(target_problems(cfg))
+    if enabled(exps, "batch") and cfg["report"]["target"] is None:
+        out.append(("experiments.batch", "the critical batch is fitted to the samples to a held-out target: set "
+                                         "report.target (and training.eval_every_samples)"))
     if (t["lr"] == "tuned" or isinstance(t["lr"], list)) and t["eval_every_samples"] == 0:
         out.append(("training.lr", "tuned rates are judged on held-out data: set training.eval_every_samples above 0 "
                                    "(it is 0 = off)"))

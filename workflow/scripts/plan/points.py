@@ -59,6 +59,10 @@ def training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, int
     if c:
         for topo in c["topologies"]:
             rows.append(("comm", base, topo, c["samples"], c["batch_per_rank"], True))
+    b = enabled(exps, "batch")
+    if b:
+        for batch in b["global_batches"]:
+            rows.append(("batch", base, one, b["samples"], batch, True))
     m = enabled(exps, "model_size")
     if m:
         for h in m["hidden_widths"]:
@@ -77,6 +81,8 @@ def lr_reference(cfg: dict, experiment: str) -> dict:
         return {"lr_reference_batch": t["lr_reference_batch"]}  # with lr_scaling none: Point refuses it
     if t["lr_scaling"] == "none":
         return {}
+    if experiment == "batch":  # many global batches at one rank: the study's reference batch
+        return {"lr_reference_batch": sweep_setting(cfg)[2]}
     e = cfg["experiments"][experiment]
     return {"lr_reference_batch": e["global_batch"] if "global_batch" in e else e["batch_per_rank"]}
 
@@ -93,7 +99,10 @@ def sweep_setting(cfg: dict) -> tuple[str, int, int]:
         return "strong", s["samples"], s["global_batch"] if "global_batch" in s else s["batch_per_rank"]
     if w:
         return "weak", w["samples_per_rank"], w["batch_per_rank"]
-    name = next(n for n in ("comm", "model_size", "ddp") if enabled(exps, n))
+    name = next((n for n in ("comm", "model_size", "ddp") if enabled(exps, n)), None)
+    if name is None:  # the batch experiment alone: its smallest global batch
+        b = exps["batch"]
+        return "batch", b["samples"], min(b["global_batches"])
     return name, exps[name]["samples"], exps[name]["batch_per_rank"]
 
 
