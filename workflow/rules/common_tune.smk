@@ -65,3 +65,17 @@ def get_tuning_path(wildcards):
     if not plan.lr_candidates(config) or (PARTIAL and not Path(path).exists()):
         return as_json(None)
     return as_json(path)
+
+
+def get_critical_path(wildcards):
+    """JSON: critical_batch.json for the report (null: no batch experiment). A full run makes it
+    before the report (an input there); a partial report shows it where it exists."""
+    path = f"results/{STUDY}/critical_batch.json"
+    if not plan.points.enabled(config["experiments"], "batch") or (PARTIAL and not Path(path).exists()):
+        return as_json(None)
+    return as_json(path)
+
+
+def get_critical_input(wildcards):
+    return [] if PARTIAL or not plan.points.enabled(config["experiments"], "batch") else [
+        f"results/{STUDY}/critical_batch.json"]

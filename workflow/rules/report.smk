@@ -91,6 +91,7 @@ rule render_report:
         expectations=rules.evaluate_expectations.output.expectations,
         looks=get_last_look,
         compare=get_compare_inputs,
+        critical=get_critical_input,
     output:
         report=report(
             "reports/{study}/report.html",
@@ -107,6 +108,7 @@ rule render_report:
         compare=get_compare_folders,
         looks=get_last_look_path,
         tuning=get_tuning_path,
+        critical=get_critical_path,
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
@@ -117,4 +119,5 @@ rule render_report:
         " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
         " --in expectations={input.expectations:q} --param config={params.config:q}"
         " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"
-        " --param tuning={params.tuning:q} --out report={output.report:q} > {log:q} 2>&1"
+        " --param tuning={params.tuning:q} --param critical={params.critical:q}"
+        " --out report={output.report:q} > {log:q} 2>&1"

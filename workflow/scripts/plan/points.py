@@ -74,14 +74,17 @@ def training_rows(cfg: dict) -> list[tuple[str, list[int] | None, dict, int, int
 def lr_reference(cfg: dict, experiment: str) -> dict:
     """TrainConfig's lr_reference_batch for an experiment's points: training.lr_reference_batch, else
     the global batch of the experiment's one-rank point (strong's global_batch, or the batch per
-    rank); none without lr_scaling (so ids stay as they were). The rate itself is
+    rank); for the batch experiment and a tuned rate, the study's reference batch (sweep_setting);
+    none without lr_scaling (so ids stay as they were). The rate itself is
     kan.config.Point.lr_effective, where the world size is known."""
     t = cfg["training"]
     if t["lr_reference_batch"] is not None:
         return {"lr_reference_batch": t["lr_reference_batch"]}  # with lr_scaling none: Point refuses it
     if t["lr_scaling"] == "none":
         return {}
-    if experiment == "batch":  # many global batches at one rank: the study's reference batch
+    if experiment == "batch" or t["lr"] == "tuned" or isinstance(t["lr"], list):
+        # many global batches at one rank, or a rate tuned at the sweep's batch: every point scales
+        # from the study's reference batch, where the rate was chosen
         return {"lr_reference_batch": sweep_setting(cfg)[2]}
     e = cfg["experiments"][experiment]
     return {"lr_reference_batch": e["global_batch"] if "global_batch" in e else e["batch_per_rank"]}

@@ -284,3 +284,23 @@ def tuning_rows(tuning: dict) -> list[dict]:
         out.append({"key": key, "chosen": "none" if c["chosen"] is None else f"{c['chosen']:g}", "why": c["why"],
                     "headers": ["lr", f"final {c['metric']}", "time to target s", "ok repeats"], "rows": rows})
     return out
+
+
+def critical_rows(critical: dict) -> dict:
+    """The critical batch per model (critical_batch.json): B_crit with its interval, E_min and S_min,
+    the samples to target at each batch, and the status where there is no value."""
+    def num(v, digits=3):
+        return "–" if v is None else f"{float(v):,.{digits}g}"
+
+    batches = sorted({int(b) for c in critical.values() for b in c["batches"]})
+    rows = []
+    for model, c in critical.items():
+        ci = c.get("ci") or [None, None]
+        crit = (f"{num(c['b_crit'])} [{num(ci[0])}, {num(ci[1]) if ci[1] is not None else '∞'}]" if c["b_crit"]
+                else f"> {c['b_crit_lower_bound']:,}" if c.get("b_crit_lower_bound") else "–")
+        per = [num(c["samples_to_target"].get(str(b)), 4) if str(b) in c["samples_to_target"]
+               else ("not reached" if b in c["not_reached"] else "–") for b in batches]
+        rows.append([model, crit, num(c["e_min"], 4), num(c["s_min"], 4), c["status"], *per])
+    return {"headers": ["model", "B_crit [95% CI]", "E_min samples", "S_min steps", "status",
+                        *[f"samples to target at B={b:,}" for b in batches]],
+            "rows": rows, "why": {m: c["why"] for m, c in critical.items()}}

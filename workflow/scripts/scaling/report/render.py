@@ -23,7 +23,7 @@ from ..model import linkcheck
 from ..tables import heldout
 from ..tables.target import rule_text
 from . import operator
-from .cells import heldout_rows, table_rows, tuning_rows
+from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .plots_accuracy import PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
@@ -41,7 +41,7 @@ SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curve
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
                   expectations: dict | None = None, compare: list[dict] | None = None,
-                  look: dict | None = None, tuning: dict | None = None) -> dict:
+                  look: dict | None = None, tuning: dict | None = None, critical: dict | None = None) -> dict:
     reference = reference or {}
     settings = Settings.from_config(config)
     sections = {}
@@ -83,7 +83,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "corun_source": ((tables.get("model") or {}).get("corun") or {}).get("text", ""),
         "target_rule": rule_text(settings),
         "heldout": heldout_context(config, tables),
-        "accuracy": accuracy_context(config, tables, manifest, figures_dir, tuning),
+        "accuracy": accuracy_context(config, tables, manifest, figures_dir, tuning, critical),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),
@@ -93,14 +93,15 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
 def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
                   templates: str | Path = TEMPLATES, expectations: dict | None = None,
-                  compare: list[dict] | None = None, look: dict | None = None, tuning: dict | None = None) -> str:
+                  compare: list[dict] | None = None, look: dict | None = None, tuning: dict | None = None,
+                  critical: dict | None = None) -> str:
     """The report's HTML as a string. `expectations` = expectations.json; `compare` = other studies
     (compare.read_study), shown after this one; `look` = an adaptive study's last look file;
-    `tuning` = lr_tuning.json (training.lr: tuned)."""
+    `tuning` = lr_tuning.json (training.lr: tuned); `critical` = critical_batch.json."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
-                        expectations, compare, look, tuning)
+                        expectations, compare, look, tuning, critical)
     return env.get_template("report.html.j2").render(**ctx)
 
 
@@ -112,8 +113,8 @@ def heldout_context(config: dict, tables: dict) -> dict | None:
     return {"rule": heldout.rule_text(target, tables), "every": f"{config['training']['eval_every_samples']:,}"}
 
 
-def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tuning: dict | None = None
-                     ) -> dict | None:
+def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tuning: dict | None = None,
+                     critical: dict | None = None) -> dict | None:
     """The "Time to accuracy" section: its figures (plots_accuracy's, drawn only where the study has
     held-out curves), with report.target the table of time and samples to it, and with tuned rates
     each implementation's sweep and choice; None: no section."""
@@ -123,7 +124,8 @@ def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tu
     every = config["training"]["eval_every_samples"]
     return {"figures": figure_entries(manifest, figures_dir, names), "every": f"{every:,}" if every else "",
             "table": heldout_rows(tables) if config["report"]["target"] is not None else None,
-            "tuning": tuning_rows(tuning) if tuning else None}
+            "tuning": tuning_rows(tuning) if tuning else None,
+            "critical": critical_rows(critical) if critical else None}
 
 
 def config_echo(config: dict) -> dict:
