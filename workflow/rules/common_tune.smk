@@ -43,19 +43,15 @@ def get_point_tuning(wildcards):
 
 
 def tuned_point(point):
-    """The point with the rate the sweep chose for its implementation (its id does not change: a
-    tuned point's id hashes its candidates); as it is when there is no choice yet or none at all (the
+    """The point with the rate the sweep chose for its implementation (launch/tuned.py; its id does
+    not change: a tuned point's id hashes its candidates); as it is when there is no choice (the
     launcher then records why it cannot run)."""
-    import dataclasses
+    from launch import tuned
 
-    path = Path(f"results/{STUDY}/lr_tuning.json")
     try:
-        entry = json.loads(path.read_text()).get(point.tuning_key) or {}
-    except (OSError, ValueError):
+        return tuned.resolve(point, Path(f"results/{STUDY}/lr_tuning.json"))[0]
+    except tuned.TuningError:
         return point
-    if entry.get("chosen") is None:
-        return point
-    return dataclasses.replace(point, train=dataclasses.replace(point.train, lr=float(entry["chosen"])))
 
 
 def get_tuning_path(wildcards):

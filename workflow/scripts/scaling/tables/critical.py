@@ -29,6 +29,8 @@ import math
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from .heldout import clean_val_curves, first_reach, references
+
 MIN_BATCHES = 3
 
 
@@ -99,8 +101,6 @@ def batch_goal(curves, target: dict, model: str) -> tuple[float, float] | None:
     """(target value, reference or NaN) for the batch points of `model`: a fixed value, or
     from_reference x the world-1 DDP point's final value in strong, else weak, else the batch
     experiment's smallest batch (its own one-rank reference)."""
-    from .heldout import references
-
     if "value" in target:
         return float(target["value"]), math.nan
     refs = references(curves[curves["model"] == model], target["metric"])
@@ -121,8 +121,6 @@ def batch_goal(curves, target: dict, model: str) -> tuple[float, float] | None:
 
 def critical_batches(curves, target: dict, resamples: int = 500, level: float = 0.95) -> dict:
     """{model: critical_batch(...) with the target it used} over val_curves.csv's batch rows."""
-    from .heldout import clean_val_curves, first_reach
-
     curves = clean_val_curves(curves)
     curves["global_batch"] = curves["global_batch"].astype(float)
     out = {}
