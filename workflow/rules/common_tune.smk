@@ -73,5 +73,8 @@ def get_critical_path(wildcards):
 
 
 def get_critical_input(wildcards):
-    return [] if PARTIAL or not plan.points.enabled(config["experiments"], "batch") else [
-        f"results/{STUDY}/critical_batch.json"]
+    return (
+        []
+        if PARTIAL or not plan.points.enabled(config["experiments"], "batch")
+        else [f"results/{STUDY}/critical_batch.json"]
+    )
