@@ -70,6 +70,17 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     html = (work / "reports/tuned/report.html").read_text()
     assert "Each model at its own tuned rate" in html and "(chosen)" in html
     assert "Updating checkpoint dependencies" in out
+    # the verdict: a soonest world size per model (or why not) and the KAN against the MLP at one target
+    verdict = {g["id"]: g for g in json.loads((work / "results/tuned/guidelines.json").read_text())["guidelines"]
+               if g["topic"] == "time-to-accuracy"}
+    model = " [3,6,2] on file rows.csv:label"
+    kan, mlp = f"time-to-accuracy-strong-kan-bspline{model}", f"time-to-accuracy-strong-mlp_matched{model}"
+    assert set(verdict) == {kan, mlp, f"{kan}-vs-mlp_matched{model}"}, set(verdict)
+    # one repeat (repeats: 1 < min_repeats) cannot earn advice: every decided-looking verdict stays inconclusive
+    assert all(g["status"] in ("inconclusive", "not_enough_data") for g in verdict.values()), verdict
+    reached = [g for g in verdict.values() if "soonest" in g["numbers"]]
+    assert all(g["numbers"]["soonest"]["world_size"] in (1, 2) for g in reached)
+    assert "Time to the held-out target" in html
 
     # a sweep point measured again (its record deleted) to the same choice: no tuned point re-runs
     gone = next(pid for pid in sweep if "mlp_matched" in pid)

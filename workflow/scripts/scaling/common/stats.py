@@ -96,7 +96,12 @@ def ratio_ci(num: Iterable[float], den: Iterable[float], level: float = 0.95) ->
     never gets a negative bound: a symmetric R +- t sd(R) would (-57% efficiency from two noisy
     repeats is no efficiency). A side with one value has no spread: the CI is then NaN, since an
     interval that ignored it would look narrower than the data allow."""
-    a, b = summarize(num), summarize(den)
+    return ratio_of(summarize(num), summarize(den), level)
+
+
+def ratio_of(a: dict, b: dict, level: float = 0.95) -> dict:
+    """ratio_ci from two summaries ({n, mean, std}, as summarize gives or a table's row keeps them):
+    a guideline that compares two configurations' rows has their statistics, not their repeats."""
     nan = float("nan")
     if a["n"] == 0 or b["n"] == 0 or not b["mean"]:
         return {"ratio": nan, "ci_lo": nan, "ci_hi": nan, "n_num": a["n"], "n_den": b["n"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..common.settings import Settings
+from .accuracy import time_to_accuracy
 from .comm import comm_share, inter_node
 from .ddp import ddp_setting_guidelines
 from .deploy import recommendation
@@ -47,5 +48,6 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
         out += per_rank_batch(t, name, eff, d)
     out += memory(ms, d)
     out += ddp_setting_guidelines(tables.get("ddp"), settings.ddp_loss_tolerance_pct, d, model_json)
+    out += time_to_accuracy(tables, d)
     out += recommendation(model_json, settings.model_max_mape_pct)
     return out

@@ -24,7 +24,7 @@ from .reference import comparable, overlay_note
 from .summary import band_text, status_counts
 
 SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
-TOPICS = (("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
+TOPICS = (("time-to-accuracy", "Time to the held-out target"), ("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
           ("comm", "Communication and placement"), ("model_size", "Memory"), ("ddp", "DDP settings"))
 
 

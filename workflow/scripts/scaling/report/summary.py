@@ -90,17 +90,32 @@ def _choice(what: str, c: dict | None) -> list[str]:
             c.get("validation", "–")]
 
 
+def accuracy_recommendations(guidelines: list[dict]) -> list[dict]:
+    """With a held-out target, the configuration to deploy is the one that reaches it soonest (the
+    time-to-accuracy verdict of the strong experiment, else the weak one; decide/accuracy.py), not the
+    one with the fastest step: these come first, as {'model', 'status', 'settle', 'text', 'kind'}."""
+    acc = [g for g in guidelines if g.get("topic") == "time-to-accuracy"]
+    for exp in ("strong", "weak"):
+        mine = [g for g in acc if g["id"].startswith(f"time-to-accuracy-{exp}-")]
+        if mine:
+            return [{"model": "", "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
+                     "text": g["text"], "kind": "accuracy"} for g in mine]
+    return []
+
+
 def recommendations(model_json: dict | None, guidelines: list[dict]) -> list[dict]:
-    """Per model of the strong experiment: {'model', 'status', 'work', 'rows', 'settle', 'text'}."""
+    """The time-to-target verdicts (accuracy_recommendations), then per model of the strong experiment
+    where the performance model places its configured work: {'model', 'status', 'work', 'rows',
+    'settle', 'text', 'kind'}."""
     deploy = {g["id"]: g for g in guidelines if g.get("topic") == "deploy"}
-    out = []
+    out = accuracy_recommendations(guidelines)
     for model, m in sorted(((model_json or {}).get("models") or {}).items()):
         g = deploy.get(f"deploy-{model}")
         if g is None or m.get("work") is None:
             continue
         rec = m.get("recommendation") or {}
         entry = {"model": model, "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
-                 "text": g["text"]}
+                 "text": g["text"], "kind": "step"}
         w = rec.get("work")
         if w and "cheapest" in rec:
             batch = (f"global batch {w['global_batch']}" if w.get("batch_rule") == "fixed global batch"
@@ -110,8 +125,8 @@ def recommendations(model_json: dict | None, guidelines: list[dict]) -> list[dic
             entry["rows"] = [_choice(f"fastest with predicted efficiency ≥ {thr:.0%}", rec.get("fastest")),
                              _choice("fewest GPU-hours", rec["cheapest"])]
         out.append(entry)
-    if not out:
+    if not any(e["kind"] == "step" for e in out):
         for g in deploy.values():
             out.append({"model": "", "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
-                        "text": g["text"]})
+                        "text": g["text"], "kind": "step"})
     return out

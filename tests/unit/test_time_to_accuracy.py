@@ -1,0 +1,116 @@
+"""The time-to-accuracy verdict (decide/accuracy.py) on held-out curves of known truth: the soonest
+world size, decided or not, world sizes that never reach the target, the KAN against its MLP at one
+common target, and that common target (the worst reference of an experiment's models)."""
+
+import pandas as pd
+import pytest
+
+from scaling.common.columns import VAL_CURVE_COLUMNS
+from scaling.decide.accuracy import time_to_accuracy
+from scaling.decide.build import compute_guidelines
+from scaling.decide.rules import Decide
+from scaling.tables.build import compute_tables
+from scaling_data import frame, row, settings
+
+KAN, MLP = "kan-bspline [2,64,1]", "mlp_matched [2,8,1]"
+WIDTH = {KAN: 64, MLP: 8}  # row() names a point by its hidden width: the two models' ids differ
+REACH = [0.6, 0.92, 0.95, 0.95]  # held-out accuracy at evaluations 1..4 (every 1000 samples)
+MISS = [0.6, 0.7, 0.8, 0.85]
+
+
+def curves_and_rows(spec: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """spec: {(model, world size): (accuracies or one list per repeat, seconds per 1000 samples per repeat)}."""
+    rows, curves = [], []
+    for (model, p), (acc, secs) in spec.items():
+        for rep, s in enumerate(secs):
+            r = row("strong", 1, p, rep, 1000.0 * p, model=model, hidden_width=WIDTH[model],
+                    batch_per_rank=128 // p)
+            rows.append(r)
+            accs = acc[rep] if isinstance(acc[0], list) else acc
+            for k, a in enumerate(accs, 1):
+                curves.append({"point_id": r["point_id"], "experiment": "strong", "model": model,
+                               "data": "csv", "world_size": p, "nodes": 1, "gpus_per_node": p,
+                               "placement_class": "", "ddp": True, "rep": rep, "global_batch": 128,
+                               "step": 10 * k, "samples_seen": 1000 * k, "train_time_s": k * s,
+                               "val_loss": 1 - a, "val_accuracy": a, "eval_time_s": 0.1})
+    return frame(rows), pd.DataFrame(curves, columns=VAL_CURVE_COLUMNS)
+
+
+def verdict(spec: dict, target: dict, min_repeats: int = 3) -> dict:
+    df, curves = curves_and_rows(spec)
+    tables = compute_tables(df, settings(target=target, bootstrap_samples=20), val_curves=curves)
+    return {g["id"]: g for g in time_to_accuracy(tables, Decide(min_repeats, 0.95))}
+
+
+CLEAR = {(KAN, 1): (REACH, [1.0, 1.01, 1.02]), (KAN, 2): (REACH, [0.5, 0.505, 0.51]),
+         (KAN, 4): (MISS, [0.3, 0.3, 0.3]),
+         (MLP, 1): (REACH, [0.2, 0.202, 0.204]), (MLP, 2): (REACH, [0.3, 0.303, 0.306])}
+
+
+def test_the_soonest_world_size_is_decided_and_one_that_never_reaches_is_named():
+    g = verdict(CLEAR, {"metric": "val_accuracy", "value": 0.9})
+    kan = g[f"time-to-accuracy-strong-{KAN}"]
+    # reached at the 2nd evaluation: 2 x 0.5 s at 2 ranks, 2 x 1.0 s at 1 rank (2x as long)
+    assert kan["status"] == "advice" and kan["numbers"]["soonest"]["world_size"] == 2
+    assert kan["numbers"]["soonest"]["time_to_target_s"] == pytest.approx(1.01)
+    (other,) = kan["numbers"]["others"]
+    assert other["world_size"] == 1 and other["ratio"] == pytest.approx(2.0, rel=1e-3) and other["ci"][0] > 1
+    # 4 ranks were faster a step but never reached 0.9: not a candidate, and said
+    assert "4 ranks (1x4): not reached" in kan["text"] and "2 ranks (1x2) is soonest" in kan["text"]
+    mlp = g[f"time-to-accuracy-strong-{MLP}"]
+    assert mlp["status"] == "advice" and mlp["numbers"]["soonest"]["world_size"] == 1
+    vs = g[f"time-to-accuracy-strong-{KAN}-vs-{MLP}"]
+    # KAN at 2 ranks (1.01 s) against MLP at 1 rank (0.404 s): 2.5x slower, the interval above 1
+    assert vs["status"] == "advice" and vs["numbers"]["ratio_kan_over_mlp"] == pytest.approx(2.5, rel=1e-3)
+    assert vs["numbers"]["ci"][0] > 1 and "slower than" in vs["text"]
+    assert vs["numbers"]["kan"]["world_size"] == 2 and vs["numbers"]["mlp"]["world_size"] == 1
+
+
+def test_overlapping_times_are_inconclusive_with_what_would_settle_them():
+    spec = {(KAN, 1): (REACH, [1.0, 0.9, 1.1]), (KAN, 2): (REACH, [0.85, 0.95, 0.8])}
+    g = verdict(spec, {"metric": "val_accuracy", "value": 0.9})[f"time-to-accuracy-strong-{KAN}"]
+    assert g["status"] == "inconclusive" and "Inconclusive" in g["text"]
+    assert g["settle"].startswith("run ") and g["settle_points"]
+    # the soonest is the least mean: 2 ranks (0.867 x 2 s) before 1 rank (1.0 x 2 s)
+    assert g["numbers"]["soonest"]["world_size"] == 2 and not g["numbers"]["others"][0]["decided"]
+
+
+def test_too_few_repeats_do_not_decide_and_a_model_that_never_reaches_has_no_verdict():
+    spec = {(KAN, 1): (REACH, [1.0, 1.01]), (KAN, 2): (REACH, [0.5, 0.505]), (MLP, 1): (MISS, [0.2, 0.2])}
+    g = verdict(spec, {"metric": "val_accuracy", "value": 0.9}, min_repeats=3)
+    assert g[f"time-to-accuracy-strong-{KAN}"]["status"] == "inconclusive"
+    assert g[f"time-to-accuracy-strong-{MLP}"]["status"] == "not_enough_data"
+    assert f"time-to-accuracy-strong-{KAN}-vs-{MLP}" not in g  # nothing to set the KAN against
+
+
+def test_the_kan_sooner_than_the_mlp_reads_as_sooner():
+    spec = {(KAN, 1): (REACH, [0.1, 0.101, 0.102]), (MLP, 1): (REACH, [0.3, 0.303, 0.306])}
+    vs = verdict(spec, {"metric": "val_accuracy", "value": 0.9})[f"time-to-accuracy-strong-{KAN}-vs-{MLP}"]
+    assert vs["status"] == "advice" and "3.00× [95% CI" in vs["text"] and "sooner than" in vs["text"]
+    assert vs["numbers"]["ratio_kan_over_mlp"] == pytest.approx(1 / 3, rel=1e-3)
+
+
+def test_from_reference_gives_every_model_of_an_experiment_the_worse_reference():
+    # the KAN ends at 0.95 (one rank), the MLP at 0.99: both get 0.9 x 0.95 = 0.855
+    spec = {(KAN, 1): (REACH, [1.0, 1.0, 1.0]), (MLP, 1): ([0.6, 0.8, 0.9, 0.99], [0.2, 0.2, 0.2])}
+    df, curves = curves_and_rows(spec)
+    t = compute_tables(df, settings(target={"metric": "val_accuracy", "from_reference": 0.9}, bootstrap_samples=20),
+                       val_curves=curves)["strong"]
+    assert set(t["target_value"].round(6)) == {0.855} and set(t["target_reference_value"].round(6)) == {0.95}
+    # the MLP reaches 0.855 at its 3rd evaluation (0.6 s), not at 0.9 x 0.99 = 0.891 (also the 3rd)
+    mlp = t[t["model"] == MLP].iloc[0]
+    assert mlp["time_to_target_s"] == pytest.approx(0.6)
+    # a loss target: the worse reference is the higher loss
+    t = compute_tables(df, settings(target={"metric": "val_loss", "from_reference": 1.5}, bootstrap_samples=20),
+                       val_curves=curves)["strong"]
+    assert set(t["target_reference_value"].round(6)) == {0.05}
+
+
+def test_the_guidelines_stage_carries_the_verdict_and_none_without_a_target():
+    df, curves = curves_and_rows(CLEAR)
+    target = {"metric": "val_accuracy", "value": 0.9}
+    with_target = compute_guidelines(compute_tables(df, settings(target=target, bootstrap_samples=20),
+                                                    val_curves=curves), settings(target=target))
+    assert sum(g["id"].startswith("time-to-accuracy") for g in with_target) == 3
+    plain = compute_guidelines(compute_tables(df, settings(bootstrap_samples=20), val_curves=curves), settings())
+    assert not any(g["id"].startswith("time-to-accuracy") for g in plain)
