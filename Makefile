@@ -47,9 +47,10 @@ check plan status report: $(STAMP)
 system-deps:
 	@bash tests/setup-system.sh
 
-# --durations: the slowest tests are in every CI log (CI must stay well under 30 minutes)
+# every test, the local Slurm's beside the unit and distributed ones (tests/run-all.sh says why);
+# --durations: the slowest tests are in every CI log (CI must stay under 15 minutes on 2 cores)
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q --durations=25
+	PY=$(BIN)/python bash tests/run-all.sh
 
 # the unit tests only: no workflow run, no rank, no browser, no scheduler (seconds to a minute)
 test-fast: $(STAMP)

@@ -17,7 +17,11 @@ def root() -> Path:
 
 def pytest_sessionfinish(session, exitstatus):
     """Stop the warm-start servers this checkout's tests started (kan/warm.py; they would exit by
-    themselves after a minute without work), so that a test run leaves no process behind."""
+    themselves after a minute without work), so that a test run leaves no process behind. Not in a
+    session that runs beside another (tests/run-all.sh sets KANSCALE_TESTS_BESIDE=1 for its Slurm
+    session): that one's points may be using the server right now; the last session stops it."""
+    if os.environ.get("KANSCALE_TESTS_BESIDE") == "1":
+        return
     import signal
     import subprocess
 
