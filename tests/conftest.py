@@ -20,8 +20,8 @@ def pytest_sessionfinish(session, exitstatus):
     themselves after a minute without work), so that a test run leaves no process behind. Not in a
     session that runs beside another (tests/run-all.sh sets KANSCALE_TESTS_BESIDE=1 for its Slurm
     session): that one's points may be using the server right now; the last session stops it."""
-    if os.environ.get("KANSCALE_TESTS_BESIDE") == "1":
-        return
+    if os.environ.get("KANSCALE_TESTS_BESIDE") == "1" or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # an xdist worker that ran out of tests: its controller stops the servers at the very end
     import signal
     import subprocess
 
