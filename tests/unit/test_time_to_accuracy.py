@@ -114,3 +114,46 @@ def test_the_guidelines_stage_carries_the_verdict_and_none_without_a_target():
     assert sum(g["id"].startswith("time-to-accuracy") for g in with_target) == 3
     plain = compute_guidelines(compute_tables(df, settings(bootstrap_samples=20), val_curves=curves), settings())
     assert not any(g["id"].startswith("time-to-accuracy") for g in plain)
+
+
+def _model_json(steps_s: dict, loo=5.0) -> dict:
+    """model.json's strong-work predictions of KAN's intra-node step time: {world size: (s, lo, hi)}."""
+    preds = [{"world_size": p, "step_time_s": {"value": v, "lo": lo, "hi": hi}, "extrapolated": p > 2}
+             for p, (v, lo, hi) in steps_s.items()]
+    return {"models": {KAN: {"work": {"batch_rule": "fixed global batch", "global_batch": 128},
+                             "placements": {"intra-node": {"validation": {"loo_mape_pct": loo},
+                                                           "predictions": preds}}}}}
+
+
+def predicted(steps_s: dict, loo=5.0) -> dict:
+    spec = {(KAN, 1): (REACH, [1.0, 1.01, 1.02]), (KAN, 2): (REACH, [0.5, 0.505, 0.51])}
+    df, curves = curves_and_rows(spec)
+    tables = compute_tables(df, settings(target={"metric": "val_accuracy", "value": 0.9}, bootstrap_samples=20),
+                            val_curves=curves)
+    out = {g["id"]: g for g in time_to_accuracy(tables, Decide(3, 0.95), _model_json(steps_s, loo))}
+    return out[f"time-to-accuracy-predicted-strong-{KAN}"]
+
+
+def test_predicted_time_to_target_is_steps_times_the_models_step_time_and_says_when_more_ranks_stop_paying():
+    # the target is reached at 2000 samples = 15.625 steps of the global batch 128, at every world size;
+    # 2 ranks measured 1.01 s. 4 ranks predicted at 0.08 s a step: 1.25 s [1.09, 1.41], slower
+    g = predicted({1: (0.064, 0.06, 0.07), 2: (0.032, 0.03, 0.034), 4: (0.08, 0.07, 0.09)})
+    assert g["status"] == "advice" and "predicted" in g["text"] and "not measured" in g["text"]
+    assert g["numbers"]["steps_to_target"][0] == pytest.approx(15.62, abs=0.01)
+    four = next(p for p in g["numbers"]["predictions"] if p["world_size"] == 4)
+    assert four["time_to_target_s"] == pytest.approx(1.25) and four["extrapolated"]
+    assert four["band"] == [pytest.approx(15.625 * 0.07), pytest.approx(15.625 * 0.09)]
+    # at the measured 2 ranks the prediction (0.5 s) is checked against the measured 1.01 s: -50%
+    two = next(p for p in g["numbers"]["predictions"] if p["world_size"] == 2)
+    assert two["error_vs_measured_pct"] == pytest.approx(100 * (0.5 / 1.01 - 1), abs=0.1)
+    assert "more ranks make training to this target slower" in g["text"]
+
+
+def test_a_sooner_prediction_or_an_unvalidated_model_is_inconclusive_and_asks_for_the_measurement():
+    # 4 ranks predicted at 0.04 s a step: 0.625 s [0.55, 0.70] < 1.01 s measured at 2: measure it
+    g = predicted({2: (0.032, 0.03, 0.034), 4: (0.04, 0.035, 0.045)})
+    assert g["status"] == "inconclusive" and g["settle"].startswith("measure 4 ranks (intra-node)")
+    assert "sooner than the measured soonest" in g["text"]
+    # slower, but the model's communication term was never validated (no leave-one-out error)
+    g = predicted({2: (0.032, 0.03, 0.034), 4: (0.08, 0.07, 0.09)}, loo=None)
+    assert g["status"] == "inconclusive" and "not validated" in g["text"]

@@ -24,6 +24,7 @@ import pandas as pd
 from ..common.columns import REAL_PLACEMENTS, model_family
 from ..common.stats import known, ratio_of
 from .rules import Decide, guideline, key_of, more_repeats, rests_on, rounded, settle_text, side, topo
+from .totarget import predicted_guideline
 
 EXPERIMENTS = ("strong", "weak")
 NEEDS = ("target_value", "target_reached", "time_to_target_s", "time_to_target_s_std", "target_n_repeats")
@@ -142,8 +143,10 @@ def kan_vs_mlp(exp: str, kan: str, mlp: str, a, b, goal: str, d: Decide) -> dict
     return rests_on(g, [(f"{_where(a)} of {kan}", a["n_ok"]), (f"{_where(b)} of {mlp}", b["n_ok"])])
 
 
-def time_to_accuracy(tables: dict, d: Decide) -> list[dict]:
-    """Every time-to-accuracy guideline: none without a held-out target in the strong or weak table."""
+def time_to_accuracy(tables: dict, d: Decide, model_json: dict | None = None) -> list[dict]:
+    """Every time-to-accuracy guideline: none without a held-out target in the strong or weak table;
+    with the performance model, the strong experiment's time to target predicted past what was
+    measured (decide/totarget.py)."""
     out = []
     for exp in EXPERIMENTS:
         t = tables.get(exp)
@@ -155,6 +158,9 @@ def time_to_accuracy(tables: dict, d: Decide) -> list[dict]:
         for model in sorted(t["model"].unique()):
             g, best = soonest(t, exp, model, d)
             out.append(g)
+            p = predicted_guideline(exp, model, _candidates(t, model)[0], best, model_json)
+            if p is not None:
+                out.append(rests_on(p, [(x["where"], x["n_ok"]) for x in g.get("rests_on", [])]))
             if best is not None:
                 bests[model] = best
         for kan in sorted(m for m in bests if not is_baseline(m)):

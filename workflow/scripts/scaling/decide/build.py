@@ -48,6 +48,6 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
         out += per_rank_batch(t, name, eff, d)
     out += memory(ms, d)
     out += ddp_setting_guidelines(tables.get("ddp"), settings.ddp_loss_tolerance_pct, d, model_json)
-    out += time_to_accuracy(tables, d)
+    out += time_to_accuracy(tables, d, model_json)
     out += recommendation(model_json, settings.model_max_mape_pct)
     return out

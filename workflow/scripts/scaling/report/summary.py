@@ -92,11 +92,13 @@ def _choice(what: str, c: dict | None) -> list[str]:
 
 def accuracy_recommendations(guidelines: list[dict]) -> list[dict]:
     """With a held-out target, the configuration to deploy is the one that reaches it soonest (the
-    time-to-accuracy verdict of the strong experiment, else the weak one; decide/accuracy.py), not the
-    one with the fastest step: these come first, as {'model', 'status', 'settle', 'text', 'kind'}."""
+    time-to-accuracy verdict of the strong experiment, measured and predicted past what was measured,
+    else the weak one; decide/accuracy.py), not the one with the fastest step: these come first, as
+    {'model', 'status', 'settle', 'text', 'kind'}."""
     acc = [g for g in guidelines if g.get("topic") == "time-to-accuracy"]
     for exp in ("strong", "weak"):
-        mine = [g for g in acc if g["id"].startswith(f"time-to-accuracy-{exp}-")]
+        mine = [g for g in acc if g["id"].startswith((f"time-to-accuracy-{exp}-",
+                                                       f"time-to-accuracy-predicted-{exp}-"))]
         if mine:
             return [{"model": "", "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
                      "text": g["text"], "kind": "accuracy"} for g in mine]
