@@ -47,12 +47,14 @@ def test_plan_of_the_paper_matrix(tmp_path):
     r = subprocess.run([sys.executable, str(STUDY_PY), "plan", str(ROOT / "config" / "paper.yaml")], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "249 jobs" in r.stdout and "GPU-hours" in r.stdout and "largest job: 4 node(s) x 2 GPU(s)" in r.stdout
+    assert "285 jobs" in r.stdout and "GPU-hours" in r.stdout and "largest job: 4 node(s) x 2 GPU(s)" in r.stdout
     assert "worst case with retries: 1" in r.stdout
     import pandas as pd
 
     plan = pd.read_csv(tmp_path / "results" / "paper" / "plan.csv")
-    assert len(plan) == 249 and set(plan["state"]) == {"not submitted"}
+    assert len(plan) == 285 and set(plan["state"]) == {"not submitted"}
+    # 36 of them the rate sweep: 3 implementations x 4 candidates x 3 repeats, at one rank
+    assert plan["point"].str.startswith("lr_tune-").sum() == 36
     # pykan, kanscale and the matched MLP, each at the paper's six placements; 36 DDP-settings points (4 hooks x 3)
     assert plan["point"].str.contains("-pykan-").sum() > 0 and plan["point"].str.contains("-mlp_matched-").sum() > 0
 
