@@ -157,3 +157,10 @@ def test_a_sooner_prediction_or_an_unvalidated_model_is_inconclusive_and_asks_fo
     # slower, but the model's communication term was never validated (no leave-one-out error)
     g = predicted({2: (0.032, 0.03, 0.034), 4: (0.08, 0.07, 0.09)}, loo=None)
     assert g["status"] == "inconclusive" and "not validated" in g["text"]
+
+
+def test_a_model_that_overshoots_everywhere_cannot_turn_its_bias_into_advice():
+    # the model puts 2 ranks at 0.08 s a step (1.25 s, above the 1.01 s measured) and 4 ranks at 0.085 s
+    # (1.33 s [1.17, 1.48]): above the measured 1.01 s, but inside its own band at 2 ranks [1.17, 1.41]
+    g = predicted({2: (0.08, 0.075, 0.09), 4: (0.085, 0.075, 0.095)})
+    assert g["status"] == "inconclusive", g["text"]

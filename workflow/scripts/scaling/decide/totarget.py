@@ -13,16 +13,17 @@ target; its interval spans their samples-to-target CIs), the step time with its 
 the performance model, per link class. The interval multiplies the ends: [S_lo x step_lo, S_hi x
 step_hi]. Beside each prediction: the class's leave-one-world-size-out error (the model's held-out
 error), and at measured world sizes the prediction's error against the measured time to target.
-Training time beside the steps (data loading, the optimizer's first steps) is in the measured time
-and not in S x step: the measured error says how much.
+On realdata the prediction undershoots the measured time to target by 19-42% (BENCHMARKS.md), not
+yet explained: the error is printed beside every prediction.
 
 A fixed per-rank batch (the weak experiment's rule) changes B with N and so S: that needs the
 critical batch (tables/critical.py) and is not predicted here.
 
 The guideline (id time-to-accuracy-predicted-strong-<model>, marked predicted):
 - "advice" when the class's model is validated (a leave-one-out error exists) and every predicted
-  world size beyond the measured soonest has its band's lower end above the measured soonest's
-  time: past it more ranks are predicted to make training slower;
+  world size beyond the measured soonest has its band's lower end above both the measured soonest's
+  time and the upper end of the model's own prediction there: past it more ranks are predicted to
+  make training slower;
 - "inconclusive" with "measure N ranks" when a world size not measured is predicted sooner (its
   band's upper end below the measured soonest's time) or when the bands overlap, or the model is
   not validated: a prediction never replaces a measurement.
@@ -105,7 +106,8 @@ def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model
     gid = f"time-to-accuracy-predicted-{exp}-{model}"
     rule = ("predicted, not measured: steps to the target at the fixed global batch (measured) x the performance "
             "model's step time at each world size; advice when the model is validated and every world size past "
-            "the measured soonest is predicted slower than it (band above its time)")
+            "the measured soonest is predicted slower than it (band above its measured time and above the "
+            "model's own prediction there)")
     t_best = float(best["time_to_target_s"])
     soonest = min(rows, key=lambda r: r["time_s"])
     beyond = [r for r in rows if r["world_size"] > int(best["world_size"])]
@@ -130,7 +132,11 @@ def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model
                 f"than the measured soonest {int(best['world_size'])} rank(s) ({t_best:.4g} s){err}.")
         return guideline(gid, "time-to-accuracy", "inconclusive", text, rule, nums,
                          f"measure {_where(r)}: a prediction does not replace a measurement", [])
-    slower = all(r["lo"] > t_best for r in beyond)
+    # slower than the measured soonest and than the model's own prediction there: a bias of the model
+    # (its error against the measured points) shifts both predictions alike and cannot make the advice
+    own = [r["hi"] for r in rows if r["world_size"] == int(best["world_size"])]
+    bar = max([t_best, *own])
+    slower = all(r["lo"] > bar for r in beyond)
     nearest = min(beyond, key=lambda r: (r["world_size"], r["time_s"]))
     tail = (f"at {_where(nearest)} {nearest['time_s']:.4g} s [{nearest['lo']:.4g}, {nearest['hi']:.4g}] against "
             f"{t_best:.4g} s measured at {int(best['world_size'])} rank(s)")
