@@ -6,7 +6,9 @@ Only what Slurm shows is tested here (what the workflow does with records is the
 adaptive looks run once, locally: tests/e2e/test_adaptive.py): the sbatch line of each placement and
 what Slurm granted, ranks per node, a re-run that submits only the missing point (every rule but
 the measurement, the looks included, is local), a rendezvous that cannot complete, the srun
-launcher, and kill -9 of snakemake with jobs running (squeue-aware re-run).
+launcher, and a packed study (resources.pack: few allocations, a failed point inside a pack, kill -9
+of snakemake mid-pack and the squeue-aware re-run; tests/unit/test_packs.py reads squeue's lines
+of single jobs and packs alike).
 The main study tests/slurm/study.yaml has one point per placement 1x1, 1x2, 2x1, 2x2 (nodes x
 GPUs per node); snakemake runs with `--profile profiles/slurm
 --profile tests/slurm/profile` (the second holds only what the local Slurm needs: squeue status
@@ -17,6 +19,7 @@ keeps that copy (records, logs, snakemake-*.log with every sbatch line) for insp
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -36,10 +39,11 @@ REPO = Path(__file__).resolve().parents[2]
 STUDY = "slurmci"
 PLACEMENTS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (nodes, gpus per node)
 MEM_MB_PER_RANK, CPUS_PER_RANK, RUNTIME_MIN = 500, 1, 5  # as in tests/slurm/study.yaml
+RUNTIME_PACK_MIN = 2  # tests/slurm/study-pack.yaml
 # each study's config files, layered in this order (paths relative to the work folder)
 CONFIGS = {STUDY: ["study.yaml"], "slurmbroken": ["study.yaml", "study-broken.yaml"],
-           "slurmsrun": ["study.yaml", "study-srun.yaml"], "slurmkill": ["study.yaml", "study-kill.yaml"],
-           "slurmemu": ["study.yaml", "study-emulated.yaml"]}
+           "slurmsrun": ["study.yaml", "study-srun.yaml"],
+           "slurmemu": ["study.yaml", "study-emulated.yaml"], "slurmpack": ["study.yaml", "study-pack.yaml"]}
 
 
 def configfiles(study: str) -> list[str]:
@@ -264,41 +268,81 @@ def test_srun_launcher_one_task_per_gpu(workdir):
     assert (workdir / "reports" / study / "report.html").exists()
 
 
-def _study_jobs(study: str) -> dict[str, str]:
-    """{point id: state} of this study's measure_point jobs in squeue."""
+def _pack_jobs() -> dict[str, str]:
+    """{group id: state} of the packed allocations (any study) in squeue."""
     out = subprocess.run(["squeue", "-h", "-o", "%k|%T"], capture_output=True, text=True).stdout
-    prefix = f"rule_measure_point_wildcards_{study}_"
-    return {c[len(prefix):]: st for c, st in (ln.split("|", 1) for ln in out.splitlines() if "|" in ln)
-            if c.startswith(prefix)}
+    return {m.group(1): st for c, st in (ln.split("|", 1) for ln in out.splitlines() if "|" in ln)
+            if (m := re.match(r"rule_(kanpack-[A-Za-z0-9-]+)_", c))}
 
 
-def test_kill_9_of_snakemake_with_jobs_running_no_duplicate_submission(workdir):
-    study = "slurmkill"
-    ids = set(_ids(study).values())
-    cmd = workflow_runs.command(workdir, configfiles(study), profile="slurm")
-    sm = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 240
-    while time.monotonic() < end and set(_study_jobs(study)) != ids:
-        time.sleep(1)
-    assert set(_study_jobs(study)) == ids, _study_jobs(study)
-    sm.kill()  # kill -9: the jobs it submitted keep running on the cluster
-    sm.wait()
-    assert set(_study_jobs(study)) == ids
+def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
+    """resources.pack: 12 points of 2 geometries, at most 3 an allocation, run as 4 sbatch jobs (not
+    12) in series inside each; a point that fails inside a pack leaves the next one running; kill -9
+    of snakemake mid-pack and a re-run submit no twin of a live allocation and lose nothing."""
+    study = "slurmpack"
+    points = _points(study)
+    assert len(points) == 12
+    # the second point of the first 2-node pack fails (an invalid trainer flag)
+    packs = plan.packs.form_packs(study, {p.id: p for p in points}, [p.id for p in points],
+                                  plan.point_runtimes(study_config(study), {p.id: p for p in points}),
+                                  plan.launch_settings(study_config(study)), study_config(study)["resources"]["pack"])
+    assert len(packs) == 4 and all(len(pk["points"]) == 3 for pk in packs.values())
+    two_node = [pk for pk in packs.values() if pk["geometry"]["nodes"] == 2][0]["points"]
+    broken = two_node[1]
+    env = {"KANSCALE_FAULT": "bad-flag", "KANSCALE_FAULT_POINTS": broken}
+    cmd = workflow_runs.command(workdir, configfiles(study), "--verbose", profile="slurm")
+    first_log = workdir / "snakemake-pack-first.log"
+    with open(first_log, "w") as log_f:
+        sm = subprocess.Popen(cmd, cwd=workdir, stdout=log_f, stderr=subprocess.STDOUT, env={**os.environ, **env})
+        records = workdir / "results" / study / "points"
+        end = time.monotonic() + 240
+        # mid-pack: an allocation has recorded a point and still runs
+        while time.monotonic() < end and not (list(records.glob("*.json")) and _pack_jobs()):
+            time.sleep(0.5)
+        sm.kill()  # kill -9: the allocations it submitted keep running
+        sm.wait()
+    live = _pack_jobs()
+    assert live, "no packed allocation was running when snakemake was killed"
+    first = first_log.read_text()
+    submitted = sbatch_calls(first)
+    assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
+    for args in submitted.values():  # one point's shape, the points' time limits summed
+        assert "--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args), args
+        assert "-t" in args and int(args[args.index("-t") + 1]) == 3 * RUNTIME_PACK_MIN, args
     subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
-    rc, log, _ = snakemake(workdir, study)
+    rc, log, _ = snakemake(workdir, study, extra_env=env)
     assert rc == 0, log[-5000:]
-    resubmitted = [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")]
-    assert resubmitted == [], resubmitted  # the live points are not submitted again
+    again = sbatch_calls(log)
+    assert not set(again) & set(submitted), "a live allocation was submitted twice"
     assert "not submitting it again" in log
     end = time.monotonic() + 300
-    while time.monotonic() < end and _study_jobs(study):
-        time.sleep(2)
-    assert not _study_jobs(study)
-    rc, log, _ = snakemake(workdir, study)  # collects what the orphaned jobs measured
+    while time.monotonic() < end and _pack_jobs():
+        time.sleep(1)
+    assert not _pack_jobs()
+    rc, log, _ = snakemake(workdir, study, extra_env=env)  # collects, submits what is missing
     assert rc == 0, log[-5000:]
-    assert [c for c in sbatch_calls(log) if c.startswith("rule_measure_point_")] == []
-    for pid in ids:
-        assert load_record(workdir, pid, study)["status"] == "ok"
-        attempts = list((workdir / "results" / study / "attempts" / pid).glob("*/outcome.json"))
+    total = len(submitted) + len(again) + len(sbatch_calls(log))
+    assert total <= 2 * -(-6 // 3), (total, list(again), list(sbatch_calls(log)))
+    by_job: dict = {}
+    for p in points:
+        rec = load_record(workdir, p.id, study)
+        attempts = list((workdir / "results" / study / "attempts" / p.id).glob("*/outcome.json"))
         assert len(attempts) == 1, attempts  # measured exactly once
-    assert (workdir / "reports" / study / "report.html").exists()
+        facts = rec["launch"]["slurm"]
+        assert facts["pack"].startswith("kanpack-") and facts["pack_points"] == 3, facts
+        assert facts["queue_wait_s"] is not None and facts["queue_wait_s"] >= 0, facts
+        by_job.setdefault(facts["job_id"], []).append((facts["pack_index"], rec))
+        assert rec["status"] == ("failed" if p.id == broken else "ok"), (p.id, rec.get("reason"))
+    assert "grid" in load_record(workdir, broken, study)["reason"], load_record(workdir, broken, study)["reason"]
+    for job, recs in by_job.items():  # in series: each point starts after the one before it ended
+        recs.sort(key=lambda r: r[0])
+        assert [i for i, _ in recs] == list(range(len(recs))), (job, [i for i, _ in recs])
+        for (_, a), (_, b) in zip(recs, recs[1:]):
+            end_a = a["launch"]["slurm"]["offset_s"] + a["launch"]["wall_s"]
+            assert b["launch"]["slurm"]["offset_s"] >= end_a, (job, end_a, b["launch"]["slurm"])
+    # the failed point's pack-mate after it still ran and is ok
+    after = two_node[2]
+    assert load_record(workdir, after, study)["status"] == "ok"
+    # the report's Method keeps queue wait apart from run time, counted once a job
+    html = (workdir / "reports" / study / "report.html").read_text()
+    assert f"{len(by_job)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]

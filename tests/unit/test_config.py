@@ -223,7 +223,9 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                "plan", "plan.*", "limits", "resources", "timeouts", "network", "network.emulate", "report",
                "report.*",
                # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data.py)
-               "data", "data.path", "data.equations")
+               "data", "data.path", "data.equations",
+               # how points are grouped into Slurm allocations, read by plan/packs.py, not a point's field
+               "resources.pack", "resources.pack.*")
 _BOUNDS = (("lo", "minimum"), ("gt", "exclusiveMinimum"), ("hi", "maximum"))
 
 

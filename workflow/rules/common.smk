@@ -66,14 +66,22 @@ def _running_on_slurm():
     except inside a point's own job."""
     if workflow.remote_exec:
         return {}
-    jobs = slurm_jobs.point_jobs(STUDY)
-    live = {pid: job for pid, job in jobs.items() if pid in POINTS}
+    jobs = slurm_jobs.point_jobs(STUDY, Path(f"results/{STUDY}/packs"))
+    live = {pid: job for pid, job in jobs.items() if pid in POINTS and not _measured_by(pid, job)}
     for pid, job in live.items():
         logger.warning(
             f"point {pid} is still {job['state'].lower()} as Slurm job {job['job_id']} "
             f"(submitted {job['submitted']}): not submitting it again; run the workflow again when it has ended"
         )
     return live
+
+
+def _measured_by(pid, job):
+    """A point of a live packed allocation that the allocation has already recorded is not running."""
+    if "pack" not in job:
+        return False
+    state, rec = plan.record_state(f"results/{STUDY}/points/{pid}.json")
+    return isinstance(rec, dict) and ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == job["job_id"]
 
 
 RUNNING = _running_on_slurm()
@@ -194,6 +202,57 @@ def get_slurm_tasks(wildcards):
     # than 1"), although one task (a 1-node torchrun agent) is a valid mpi-style job; the
     # string "1" passes its check and still becomes --ntasks=1.
     return str(num_tasks) if num_tasks == 1 else num_tasks
+
+
+# resources.pack: points of one geometry run one after another in one Slurm allocation, each still
+# its own job (plan/packs.py). A pack is a Snakemake group: the executor plugin submits a group as one
+# sbatch whose resources are the group's; with measure_slots scoped "local" and limited to 1 per
+# submission, Snakemake stacks the points in series (runtime summed, nodes and tasks not). Snakemake's
+# own means (no second scheduler): README "Packing points into few allocations" says why.
+PACK = config["resources"]["pack"]
+_PACKS = {}  # {group id: manifest}; formed on first use (after every rule file is read)
+_PACK_OF = {}  # {point id: group id}
+
+
+resource_scopes:
+    measure_slots="local",
+
+
+def _needs_run(pid):
+    state, _ = plan.record_state(f"results/{STUDY}/points/{pid}.json")
+    return state in ("missing", "corrupt") or (state != "ok" and config["rerun_failed"])
+
+
+def form_packs():
+    """The packs of the points still to run: those the study asks for now first, then later looks'
+    repeats (a later look's points then share packs with each other, not with these)."""
+    if _PACKS or not PACK or workflow.remote_exec:
+        return _PACKS
+    first = [pid for pid in measured_ids(LAST_LOOK) if _needs_run(pid)]
+    later = [pid for pid in POINTS if pid not in first and pid not in RUNNING and _needs_run(pid)]
+    try:
+        packs = plan.packs.form_packs(STUDY, POINTS, first + later, RUNTIMES, LAUNCH, PACK, _CONFIG_FILES)
+    except plan.ConfigError as e:
+        raise WorkflowError(str(e)) from None
+    plan.packs.write_manifests(Path(f"results/{STUDY}/packs"), packs)
+    _PACKS.update(packs)
+    _PACK_OF.update({pid: gid for gid, pack in packs.items() for pid in pack["points"]})
+    # one component per point: a pack's points are unconnected jobs, which a group spans only up to
+    # its --group-components count (Snakemake's GroupSettings; set here, from the config, so the
+    # profile needs no per-study flag)
+    workflow.group_settings.group_components = {
+        **workflow.group_settings.group_components,
+        **{gid: len(pack["points"]) for gid, pack in packs.items()},
+    }
+    # at most one point of a submission at a time (measure_slots is scoped local): the group is
+    # stacked in series, and asks for one point's nodes, not the sum
+    workflow.register_resource("measure_slots", 1)
+    return _PACKS
+
+
+def get_pack(wildcards):
+    """The point's pack (its Snakemake group), or None: not packing, or the point is not to run."""
+    return _PACK_OF.get(wildcards.point) if form_packs() else None
 
 
 # What snakemake's own handlers leave undone (Snakefile: onstart, onsuccess, onerror).

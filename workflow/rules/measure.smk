@@ -24,6 +24,13 @@ rule measure_point:
         "results/{study}/logs/{point}.log",
     benchmark:
         "results/{study}/benchmarks/{point}.tsv"
+    # packed, no retry of the allocation: Snakemake would run every point of the pack again (the
+    # job step forces its targets), re-measuring recorded ones; the next run packs only what is
+    # missing instead. None: the profile's retries (one job per point)
+    retries: 0 if PACK else None
+    # resources.pack: the point's allocation, shared with points of its geometry (common.smk)
+    group:
+        get_pack
     resources:
         nodes=get_nodes,
         gpus_per_node=get_gpus_per_node,

@@ -1,5 +1,6 @@
 """Workflow step: measurements.csv, loss_curves.csv, allreduce.csv, val_curves.csv (+ the raw records, read only)
--> the scaling tables, points.csv, allreduce_sizes.csv, fits.json and provenance.json."""
+-> the scaling tables, points.csv, allreduce_sizes.csv, fits.json and provenance.json (with the Slurm
+jobs' queue wait apart from run time)."""
 
 import sys
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 from scaling.common.io import TABLES, read_csv, step_args, write_csv, write_json
 from scaling.common.settings import Settings
 from scaling.tables.build import compute_tables
+from scaling.tables import queue
 from scaling.tables.provenance import provenance
 from scaling.tables.tidy import read_record
 
@@ -21,7 +23,11 @@ def main(inputs: dict, points_dir: str, settings: Settings, out: dict) -> None:
     # the records collect read: every point with a record (not missing, not still running)
     measured = measurements.loc[~measurements["status"].isin(["missing", "running"]), "point_id"] \
         if len(measurements) else []
-    write_json(provenance([read_record(Path(points_dir) / f"{pid}.json") for pid in measured]), out["provenance"])
+    prov = provenance([read_record(Path(points_dir) / f"{pid}.json") for pid in measured])
+    waited = queue.summary(measurements)  # Slurm jobs only: queue wait apart from run time
+    if waited is not None:
+        prov["queue"] = waited
+    write_json(prov, out["provenance"])
     print({name: len(tables[name]) for name in TABLES}, file=sys.stderr)
 
 

@@ -32,6 +32,7 @@ from launch import claims, geometry
 from launch import slurm as slurm_jobs
 import yaml
 from scaling.common.io import write_csv, write_text
+from scaling.tables import queue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,18 +59,25 @@ def load(args) -> dict:
 def point_states(cfg: dict, points: dict, results: Path) -> dict[str, dict]:
     """{point id: {state, reason, job_id, waited_s, pending_reason}} from the records, the claims of
     running local attempts and (where squeue exists) the study's Slurm jobs."""
-    jobs = slurm_jobs.point_jobs(cfg["study"])
+    jobs = slurm_jobs.point_jobs(cfg["study"], results / "packs")
     now = time.time()
     out = {}
     for pid in points:
         state, rec = plan.record_state(results / "points" / f"{pid}.json")
         reason = rec if state == "corrupt" else (rec or {}).get("reason") if isinstance(rec, dict) else None
         entry = {"state": state, "reason": reason or "", "job_id": "", "waited_s": None, "pending_reason": ""}
+        if isinstance(rec, dict) and (rec.get("launch") or {}).get("slurm"):
+            # the Slurm job's queue facts (launch/allocation.py) and the point's own run time
+            entry.update(slurm=rec["launch"]["slurm"], wall_s=rec["launch"].get("wall_s"),
+                         finished_utc=rec.get("finished_utc"))
         claim_path = results / "attempts" / pid / "claim.json"
         claim = claims.read(claim_path)
         if claim is not None and claims.is_live(claim, claim_path):
             entry.update(state="running", reason=claim.describe(), job_id=claim.slurm_job_id or "")
         job = jobs.get(pid)
+        if job is not None and "pack" in job and isinstance(rec, dict) and \
+                ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == job["job_id"]:
+            job = None  # its live packed allocation has recorded it already
         if job is not None:
             state = "pending" if job["state"] == "PENDING" else "running"
             waited = None
@@ -145,6 +153,25 @@ def plan_rows(cfg: dict, states: dict) -> list[dict]:
     return rows
 
 
+def allocation_lines(cfg: dict, points: dict, todo: list[str]) -> list[str]:
+    """How many Slurm allocations the points still to run take, and their shapes (resources.pack)."""
+    pack = cfg["resources"]["pack"]
+    if not pack:
+        return [f"allocations: one Slurm job (one queue wait) per point: {len(todo)} for the jobs still to run "
+                f"(resources.pack runs points of one geometry in one allocation)"]
+    packs = plan.packs.form_packs(cfg["study"], points, todo, plan.point_runtimes(cfg, points),
+                                  plan.launch_settings(cfg), pack, source="config")
+    shapes: dict[str, list[dict]] = {}
+    for p in packs.values():
+        shapes.setdefault(p["shape"], []).append(p)
+    out = [f"allocations (resources.pack: at most {pack['max_points']} points and {pack['max_runtime_min']} min "
+           f"each): {len(packs)} for the {len(todo)} jobs still to run, against {len(todo)} with one job per point"]
+    for name, ps in sorted(shapes.items()):
+        out.append(f"  {name}: {len(ps)} allocation(s), {sum(len(p['points']) for p in ps)} points, "
+                   f"time limit up to {max(p['runtime_min'] for p in ps)} min")
+    return out
+
+
 def profile_retries(profile: Path) -> int:
     try:
         return int((yaml.safe_load((profile / "config.yaml").read_text()) or {}).get("retries", 0))
@@ -184,6 +211,9 @@ def cmd_plan(args) -> int:
     print(f"worst case with retries: {retries} ({args.profile}): {todo['gpu_hours'].sum() * (1 + retries):,.1f} "
           f"GPU-hours, {todo['node_hours'].sum() * (1 + retries):,.1f} node-hours")
     print(f"largest job: {int(biggest['nodes'])} node(s) x {int(biggest['gpus_per_node'])} GPU(s) ({biggest['point']})")
+    for line in allocation_lines(cfg, points, [pid for pid, st in zip(df["point"], df["state"])
+                                               if st not in ("ok", "running", "pending")]):
+        print(line)
     if len(est):
         gpu_h = sum(r["nodes"] * r["gpus_per_node"] * r["estimated_min"] / 60 for r in rows
                     if r["estimated_min"] is not None and r["state"] != "ok")
@@ -216,8 +246,25 @@ def cmd_status(args) -> int:
             detail = f"job {st['job_id']}, waiting {_waited(st['waited_s'])}: {st['pending_reason']}"
         elif st["state"] == "running" and st["job_id"]:
             detail = f"job {st['job_id']}" + (f", {detail}" if detail else "")
+        q = st.get("slurm")
+        if q:  # queue wait apart from run time, per point
+            waited = queue.duration(q.get("queue_wait_s"))
+            if q.get("pack") and q.get("pack_index"):  # only a pack's first point waited in the queue
+                waited = f"0 s (point {q['pack_index'] + 1} of {q['pack_points']} of an allocation that queued {waited})"
+            elif q.get("pack"):
+                waited += f" (point 1 of {q['pack_points']} of its allocation)"
+            detail = (f"job {q['job_id']}: queued {waited}, ran {queue.duration(st.get('wall_s'))}"
+                      + (f"; {detail}" if detail else ""))
         print(f"{st['state']:>13}  {pid}" + (f"  {detail}" if detail else ""))
     print("  ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + f"  (of {len(points)} points)")
+    rows = [{"slurm_job_id": st["slurm"].get("job_id"), "queue_wait_s": st["slurm"].get("queue_wait_s"),
+             "slurm_submit_unix": st["slurm"].get("submit_unix"), "pack": st["slurm"].get("pack"),
+             "job_wall_s": st.get("wall_s"), "finished_utc": st.get("finished_utc")}
+            for st in states.values() if st.get("slurm")]
+    if rows:
+        import pandas as pd
+
+        print(queue.text(queue.summary(pd.DataFrame(rows))))
     return 0
 
 

@@ -8,7 +8,8 @@
     procs      the point's process tree: own sessions, parent-death signal, signals, deadline, watchdog
     failure    what a point that did not measure died of (error files first, then the log)
     isolation  what else ran on the point's machine when it started
-    slurm      scontrol/squeue helpers (job facts, live jobs of a study)
+    slurm      scontrol/squeue helpers (job facts, live jobs of a study, packed allocations)
+    allocation a point's turn inside its Slurm job (a pack runs several), the job's queue facts
     warm       a local CPU trainer forked by the warm-start server (kan/warm.py), else None
     netemu     the emulated cluster as callers use it: each node's link (tbf), its probe, one point's
                session; re-exports what they use of

@@ -34,7 +34,7 @@ from kan import env as kan_env
 from kan import record as records
 from kan.config import LaunchSettings, Point, PointError
 
-from . import claims, commands, failure, isolation, netemu, slurm, tuned
+from . import allocation, claims, commands, failure, isolation, netemu, slurm, tuned
 from .procs import ProcessTree, alive
 
 # seconds kept back from the job's time limit to write a timeout record before the scheduler kills us
@@ -95,6 +95,11 @@ class Launch:
         self.fault = environ.get("KANSCALE_FAULT") or None
         if self.fault not in (None, *commands.FAULTS):
             raise ValueError(f"KANSCALE_FAULT={self.fault!r} is not one of {', '.join(commands.FAULTS)}")
+        # KANSCALE_FAULT_POINTS (comma-separated ids): only these points get the fault (a failed
+        # point inside a packed allocation, its pack-mates untouched)
+        only = environ.get("KANSCALE_FAULT_POINTS")
+        if only and point.id not in only.split(","):
+            self.fault = None
         self.watch_pid = watch_pid
         self.watch_start = claims.process_start(watch_pid) if watch_pid else None
         self.folder = out.parent.parent / "attempts" / point.id
@@ -105,6 +110,7 @@ class Launch:
         self.t0 = time.monotonic()
         self.cluster = None  # the emulated cluster of a point with an emulated link (launch/netemu.py)
         self.network: dict | None = None  # what the record keeps of it
+        self.slurm_facts: dict | None = None  # the Slurm job's queue facts and the point's turn in it
 
     def deadline_s(self) -> float:
         return max(self.launch.runtime_min * 60 - DEADLINE_MARGIN_S - (time.monotonic() - self.t0), 30)
@@ -113,6 +119,18 @@ class Launch:
         return self.watch_pid is None or alive(self.watch_pid, self.watch_start)
 
     def run(self) -> int:
+        if not self.job_id:
+            return self._run()
+        # inside a Slurm job: wait for the allocation's turn (a packed job runs several points), then
+        # start the point's clock; the job's queue facts go into the record
+        results = self.out.parent.parent
+        with allocation.Allocation(self.job_id, results / "attempts", results / "packs", self.point.id,
+                                   stop=lambda: not self.watched_alive()) as alloc:
+            self.t0 = time.monotonic()
+            self.slurm_facts = alloc.facts()
+            return self._run()
+
+    def _run(self) -> int:
         p = self.point
         waited: list[claims.Claim] = []
         holder = claims.acquire(self.claim_path, self.claim, wait_s=self.deadline_s(), say=print,
@@ -296,6 +314,8 @@ class Launch:
                          "wall_s": outcome.wall_s if outcome else 0.0, "settings": self.launch.to_json(),
                          "started": outcome.started if outcome else [],
                          "isolation": isolated}
+        if self.slurm_facts is not None:
+            rec["launch"]["slurm"] = self.slurm_facts
         if not claims.holds(self.claim_path, self.claim):  # cannot happen unless someone removed our claim
             _say("lost the point's claim while it ran: committing nothing")
             return 1

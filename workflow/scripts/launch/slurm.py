@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,8 @@ from pathlib import Path
 TIMEOUT_S = 60
 # the executor plugin's job comment: rule_<rule>_wildcards_<wildcard values joined by _>
 COMMENT_PREFIX = "rule_measure_point_wildcards_"
+# a packed allocation (a Snakemake group, plan/packs.py) is named after its group: rule_<group>_<rules>
+PACK_COMMENT = re.compile(r"rule_(kanpack-[A-Za-z0-9-]+)_")
 
 
 def _run(*args: str) -> str:
@@ -67,10 +70,18 @@ def controller_refuses(conf: Path | None = None) -> bool:
     return True
 
 
-def point_jobs(study: str) -> dict[str, dict]:
-    """{point id: {job_id, state, reason, submitted}} of this user's pending or running measure_point jobs
-    of `study`, from squeue (the plugin's job comment names the rule and the wildcards). {} without
-    squeue, without a listening controller, or when squeue fails: then nothing is known to be running."""
+def pack_of_comment(comment: str) -> str | None:
+    """The pack's group id in a packed allocation's job comment, else None."""
+    m = PACK_COMMENT.match(comment)
+    return m.group(1) if m else None
+
+
+def point_jobs(study: str, packs: Path | None = None) -> dict[str, dict]:
+    """{point id: {job_id, state, reason, submitted[, pack]}} of this user's pending or running
+    measure_point jobs of `study`, from squeue (the plugin's job comment names the rule and the
+    wildcards; a packed allocation's names its group, whose points are in `packs`/<group>.json).
+    {} without squeue, without a listening controller, or when squeue fails: then nothing is known
+    to be running."""
     if not available() or controller_refuses():
         return {}
     try:
@@ -78,11 +89,25 @@ def point_jobs(study: str) -> dict[str, dict]:
                    "-o", "%i|%T|%k|%r|%V")
     except (OSError, subprocess.SubprocessError):
         return {}
+    return parse_point_jobs(out, study, packs)
+
+
+def parse_point_jobs(squeue_out: str, study: str, packs: Path | None) -> dict[str, dict]:
     prefix = f"{COMMENT_PREFIX}{study}_"
     jobs = {}
-    for ln in out.splitlines():
+    for ln in squeue_out.splitlines():
         parts = ln.split("|", 4)
-        if len(parts) == 5 and parts[2].startswith(prefix):
-            jobs[parts[2][len(prefix):]] = {"job_id": parts[0], "state": parts[1], "reason": parts[3],
-                                            "submitted": parts[4]}
+        if len(parts) != 5:
+            continue
+        job = {"job_id": parts[0], "state": parts[1], "reason": parts[3], "submitted": parts[4]}
+        if parts[2].startswith(prefix):
+            jobs[parts[2][len(prefix):]] = job
+        gid = pack_of_comment(parts[2])
+        if gid and packs is not None:
+            try:
+                members = json.loads((packs / f"{gid}.json").read_text())["points"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # another study's pack (its manifest is in its own results folder)
+            for pid in members:
+                jobs[pid] = {**job, "pack": gid}
     return jobs

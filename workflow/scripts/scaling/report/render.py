@@ -20,7 +20,7 @@ from kan.fields import default
 
 from ..common.settings import Settings
 from ..model import linkcheck
-from ..tables import heldout
+from ..tables import heldout, queue
 from ..tables.target import rule_text
 from . import operator
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
@@ -64,6 +64,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "status": status,
         "cards": CARDS,
         "provenance": provenance or {},
+        "queue": queue.text((provenance or {}).get("queue")),
         "sections": sections,
         "guideline_groups": guideline_groups(guidelines),
         "looks": looks_context(look, guidelines, config["repeats"], settings),

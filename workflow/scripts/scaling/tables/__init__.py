@@ -2,6 +2,7 @@
 
     tidy         point records -> measurements.csv, loss_curves.csv, allreduce.csv, val_curves.csv (every planned point)
     provenance   the hosts, devices, versions, commits and jobs the records came from
+    queue        the Slurm jobs' queue wait apart from run time, and the study's makespan
     target       time to a target training loss, per repeat
     fits         Amdahl, Gustafson and USL fitted to the speedups, bootstrap CIs
     aggregate    configurations and their repeats: counts by status, mean and CIs per metric

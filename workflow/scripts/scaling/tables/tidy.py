@@ -38,6 +38,7 @@ COLUMNS = [
     "ddp_setting", "comm_hook", "static_graph", "gradient_as_bucket_view", "nccl_algo", "bytes_per_step",
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
+    "queue_wait_s", "slurm_submit_unix", "pack", "pack_index", "alloc_offset_s",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
@@ -179,7 +180,14 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "contention": "; ".join(isolation.get("reasons") or []) or None,
         "exclusive": isolation.get("exclusive"),
         "git_sha": prov.get("git_sha"), "git_dirty": prov.get("git_dirty"), "torch_version": prov.get("torch"),
-        "slurm_job_id": _get(prov, "slurm", "slurm_job_id"), "attempt": _get(rec, "launch", "attempt"),
+        "slurm_job_id": _get(prov, "slurm", "slurm_job_id") or _get(rec, "launch", "slurm", "job_id"),
+        "attempt": _get(rec, "launch", "attempt"),
+        # the Slurm job's queue wait, kept apart from run time (launch/allocation.py): every point of
+        # a packed allocation carries its job's wait; only pack_index 0 waited
+        "queue_wait_s": _get(rec, "launch", "slurm", "queue_wait_s"),
+        "slurm_submit_unix": _get(rec, "launch", "slurm", "submit_unix"),
+        "pack": _get(rec, "launch", "slurm", "pack"), "pack_index": _get(rec, "launch", "slurm", "pack_index"),
+        "alloc_offset_s": _get(rec, "launch", "slurm", "offset_s"),
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
         "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
         "finished_utc": rec.get("finished_utc"),
