@@ -31,7 +31,7 @@ STUDY = "packbench"
 
 
 def config(packed: bool) -> dict:
-    return {"study": STUDY, "launcher": "torchrun", "device": "auto", "cpu_threads_per_rank": 1, "repeats": 6,
+    return {"study": STUDY, "launcher": "torchrun", "device": "cpu", "cpu_threads_per_rank": 1, "repeats": 6,
             "model": {"impl": ["kanscale"], "basis": ["bspline"], "widths": [2, 16, 1], "grid_size": 5},
             "training": {"epochs": 1, "warmup_steps": 2, "comm_probe_every": 2, "max_steps": 6},
             "experiments": {"comm": {"samples": 2048, "batch_per_rank": 64,

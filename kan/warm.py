@@ -58,7 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .env import LAUNCH_CMD
+from .env import LAUNCH_CMD, SLURM_REQUEST
 from .warm_fork import preload, run_child, threads
 
 MAX_REQUEST = 4 << 20  # bytes; a request is a command line and a few environment keys
@@ -66,7 +66,9 @@ REQUEST_TIMEOUT_S = 10.0
 # the environment keys a request may carry: what the launcher sets per rank and per point
 # (workflow/scripts/launch/commands.py, launch/main.py); the rest is the server's own environment
 REQUEST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-               "TORCHELASTIC_ERROR_FILE", LAUNCH_CMD)
+               "TORCHELASTIC_ERROR_FILE", LAUNCH_CMD,
+               # inside a packed Slurm allocation: what the point's job asked for (JSON for its record)
+               SLURM_REQUEST)
 # set by the client for the server process only (launch/warm.py): the trainer gets the launcher's values
 SERVER_ONLY_ENV = "KANSCALE_WARM_"  # KANSCALE_WARM_ROOM (title room), KANSCALE_WARM_ORIG (values replaced)
 REQUEST_KEYS = {"python", "args", "env", "cwd"}

@@ -333,6 +333,8 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
         assert facts["queue_wait_s"] is not None and facts["queue_wait_s"] >= 0, facts
         by_job.setdefault(facts["job_id"], []).append((facts["pack_index"], rec))
         assert rec["status"] == ("failed" if p.id == broken else "ok"), (p.id, rec.get("reason"))
+        if rec["status"] == "ok":  # one node: forked by the allocation's warm server; two: fresh (srun)
+            assert rec["launch"]["started"] == (["warm"] if p.placement.nodes == 1 else ["exec"]), rec["launch"]
     assert "grid" in load_record(workdir, broken, study)["reason"], load_record(workdir, broken, study)["reason"]
     for job, recs in by_job.items():  # in series: each point starts after the one before it ended
         recs.sort(key=lambda r: r[0])

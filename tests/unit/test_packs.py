@@ -3,6 +3,7 @@ of a live packed allocation in squeue (launch/slurm.py), and a point's turn insi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -165,3 +166,28 @@ def test_queue_wait_counted_once_a_job_apart_from_run_time():
     words = queue.text(q)
     assert "2 Slurm allocation(s) for 4 points (3 packed" in words and "queue wait 1 min 10 s in all" in words
     assert queue.summary(rows[rows["slurm_job_id"].isna()]) is None and queue.text(None) == ""
+
+
+def test_only_one_node_cpu_points_inside_a_pack_are_forked_warm(tmp_path):
+    from launch.main import Launch
+
+    cfg = json.loads(json.dumps(BASE))
+    cfg["device"] = "cpu"
+    cfg = plan.validate_config(cfg)
+    points = plan.build_points(cfg)
+    one = next(p for p in points.values() if p.placement.nodes == 1)
+    two = next(p for p in points.values() if p.placement.nodes == 2)
+    launch = plan.launch_settings(cfg)
+
+    def warm(point, facts, launch=launch):
+        run = Launch(point, launch, tmp_path / "points" / f"{point.id}.json", "", {"SLURM_JOB_ID": "5"})
+        run.slurm_facts = facts
+        return run.warm_in_pack()
+
+    packed = {"job_id": "5", "pack": "kanpack-n1x1-abc", "pack_index": 1}
+    assert warm(one, packed)
+    assert not warm(one, {**packed, "pack": None})  # a lone job: nothing to keep warm
+    assert not warm(two, packed)  # its ranks are on two nodes
+    assert not warm(one, packed, launch=dataclasses.replace(launch, warm_start=False))
+    auto = dataclasses.replace(one, placement=dataclasses.replace(one.placement, device="cuda"))
+    assert not warm(auto, packed)  # CUDA must not be initialised in a process that forks

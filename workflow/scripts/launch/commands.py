@@ -169,3 +169,18 @@ def slurm_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir:
         return [(srun + [sys.executable, str(NODE_LAUNCHER), *_torchrun(point, log_dir), *rdzv,
                          "--local-addr={NODE_ADDR}", *train], env)]
     return [(srun + _torchrun(point, log_dir) + _rendezvous(point, launch, f"{hosts[0]}:{port}", job_id) + train, env)]
+
+
+def packed_local_commands(point: Point, launch: LaunchSettings, out: Path, attempt_dir: Path, job_id: str,
+                          hosts: list[str], fault: str | None = None, job: dict | None = None
+                          ) -> list[tuple[list[str], dict]]:
+    """A one-node CPU point inside a packed allocation: its ranks start on the job's node as a local
+    point's do (no srun step, no torchrun agent), so the warm-start server can fork them; the record
+    still keeps what the job asked for and got."""
+    if len(hosts) != 1 or point.placement.nodes != 1:
+        raise RuntimeError(f"point {point.id} runs on one node but job {job_id} has {len(hosts)}: {hosts}")
+    granted = {k: (job or {}).get(k) for k in JOB_FIELDS}
+    request = json.dumps({**geometry.request(point, launch), "job_id": job_id, "hosts": hosts, "job": granted},
+                         separators=(",", ":"))
+    return [(argv, {**env, kan_env.SLURM_REQUEST: request})
+            for argv, env in local_commands(point, launch, out, attempt_dir, fault)]

@@ -115,6 +115,16 @@ class Launch:
     def deadline_s(self) -> float:
         return max(self.launch.runtime_min * 60 - DEADLINE_MARGIN_S - (time.monotonic() - self.t0), 30)
 
+    def warm_in_pack(self) -> bool:
+        """A one-node CPU point of kan.train inside a packed allocation: its ranks are forked by the
+        allocation's warm-start server (the pack's first point starts it and pays the imports; the
+        later points fork in milliseconds). A lone job would pay the same imports either way, a GPU
+        point must not fork after CUDA, and a multi-node point's ranks are on other nodes."""
+        p = self.point.placement
+        return bool(self.launch.warm_start and self.slurm_facts and self.slurm_facts.get("pack")
+                    and p.device == "cpu" and p.nodes == 1 and p.launcher == "torchrun"
+                    and self.point.model.impl != "pykan")
+
     def watched_alive(self) -> bool:
         return self.watch_pid is None or alive(self.watch_pid, self.watch_start)
 
@@ -181,8 +191,8 @@ class Launch:
         if self.job_id:
             job = slurm.job_info(self.job_id)
             hosts = slurm.hostnames(job["NodeList"])
-            cmds = commands.slurm_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.job_id,
-                                           hosts, self.fault, job)
+            make = commands.packed_local_commands if self.warm_in_pack() else commands.slurm_commands
+            cmds = make(self.point, self.launch, trainer_out, self.attempt_dir, self.job_id, hosts, self.fault, job)
             return cmds, isolation.slurm_snapshot(self.job_id, job, hosts)
         cmds = commands.local_commands(self.point, self.launch, trainer_out, self.attempt_dir, self.fault)
         return cmds, isolation.local_snapshot(os.getpid(), place.world_size, place.threads_per_rank)
@@ -263,7 +273,8 @@ class Launch:
         oom_before = oom_kills()
         with claims.Heartbeat(self.claim_path, self.claim):
             # locally, CPU trainers are forked by the warm-start server (launch/warm.py): no import time
-            warm_device = p.placement.device if launch.warm_start and not self.job_id else None
+            # on Slurm, inside a packed allocation (warm_in_pack)
+            warm_device = p.placement.device if launch.warm_start and (not self.job_id or self.warm_in_pack()) else None
             outcome = ProcessTree(cmds, env, warm_device=warm_device).run(deadline, self.watch_pid, self.watch_start)
         oom_killed = oom_kills() > oom_before
         if outcome.watched_died:

@@ -7,8 +7,10 @@ path is an optimisation, never a requirement. The server serves only this user: 
 how (a private socket directory, the peer's uid, a narrow request) and SECURITY.md why.
 
 Only `python -m kan.train` of this interpreter on device cpu is sent (pykan runs in its own
-environment; CUDA must not be initialised in a process that forks). On Slurm every point is its
-own job, so nothing is warm to begin with and the launcher always starts fresh interpreters.
+environment; CUDA must not be initialised in a process that forks). On Slurm a point that is its
+own job has nothing warm to begin with and starts fresh interpreters; inside a packed allocation
+(resources.pack) a one-node CPU point's ranks are forked by the allocation's own server, which its
+first point starts (launch/main.py warm_in_pack).
 """
 
 from __future__ import annotations
