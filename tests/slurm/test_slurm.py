@@ -269,16 +269,37 @@ def test_srun_launcher_one_task_per_gpu(workdir):
 
 
 def _pack_jobs() -> dict[str, str]:
-    """{group id: state} of the packed allocations (any study) in squeue."""
-    out = subprocess.run(["squeue", "-h", "-o", "%k|%T"], capture_output=True, text=True).stdout
-    return {m.group(1): st for c, st in (ln.split("|", 1) for ln in out.splitlines() if "|" in ln)
+    """{group id: job id} of the packed allocations (any study) in squeue."""
+    out = subprocess.run(["squeue", "-h", "-o", "%k|%i"], capture_output=True, text=True).stdout
+    return {m.group(1): job for c, job in (ln.split("|", 1) for ln in out.splitlines() if "|" in ln)
             if (m := re.match(r"rule_(kanpack-[A-Za-z0-9-]+)_", c))}
+
+
+def _pack_mid_run(packs_dir: Path, records: Path, skip: str) -> tuple[str, str, list[str]] | None:
+    """(group id, job id, its recorded points) of a live 2-node pack without `skip` that has recorded
+    a point and is measuring the next one now: the allocation's ledger (launch/allocation.py) names
+    a started point without a record. (Not in the second between a point's record and the job
+    step's snakemake registering it: a stop there lets Snakemake remove the record of the job it
+    still counts as running, README "Few allocations".)"""
+    for gid, job in _pack_jobs().items():
+        try:
+            pack = json.loads((packs_dir / f"{gid}.json").read_text())
+            started = (records.parent / "attempts" / f".allocation-{job}.lock").read_text().split()
+        except OSError:
+            continue  # another study's, or not started
+        if skip in pack["points"] or pack["geometry"]["nodes"] != 2:
+            continue
+        done = [m for m in pack["points"] if (records / f"{m}.json").exists()]
+        if done and any(m not in done for m in started):
+            return gid, job, done
+    return None
 
 
 def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     """resources.pack: 12 points of 2 geometries, at most 3 an allocation, run as 4 sbatch jobs (not
     12) in series inside each; a point that fails inside a pack leaves the next one running; kill -9
-    of snakemake mid-pack and a re-run submit no twin of a live allocation and lose nothing."""
+    of snakemake mid-pack and a re-run submit no twin of a live allocation and lose nothing; a pack
+    scancelled between its points keeps what it recorded, and the re-run packs only the rest."""
     study = "slurmpack"
     points = _points(study)
     assert len(points) == 12
@@ -303,6 +324,15 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
         sm.wait()
     live = _pack_jobs()
     assert live, "no packed allocation was running when snakemake was killed"
+    # scancel the other 2-node pack mid-run: what it recorded stays, the rest is left missing
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (hit := _pack_mid_run(workdir / "results" / study / "packs", records,
+                                                                  broken)):
+        time.sleep(0.2)
+    assert hit, "no 2-node pack was caught between its points"
+    cancelled_gid, cancelled_job, recorded_before = hit
+    subprocess.run(["scancel", cancelled_job], check=True, timeout=60)
+    cancelled_points = json.loads((workdir / "results" / study / "packs" / f"{cancelled_gid}.json").read_text())["points"]
     first = first_log.read_text()
     submitted = sbatch_calls(first)
     assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
@@ -322,14 +352,24 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     rc, log, _ = snakemake(workdir, study, extra_env=env)  # collects, submits what is missing
     assert rc == 0, log[-5000:]
     total = len(submitted) + len(again) + len(sbatch_calls(log))
-    assert total <= 2 * -(-6 // 3), (total, list(again), list(sbatch_calls(log)))
+    # 2 x ceil(6 / 3) packs, and one more for what the scancel left missing
+    assert total <= 2 * -(-6 // 3) + 1, (total, list(again), list(sbatch_calls(log)))
     by_job: dict = {}
     for p in points:
         rec = load_record(workdir, p.id, study)
-        attempts = list((workdir / "results" / study / "attempts" / p.id).glob("*/outcome.json"))
-        assert len(attempts) == 1, attempts  # measured exactly once
+        outcomes = [json.loads(f.read_text()) for f in
+                    sorted((workdir / "results" / study / "attempts" / p.id).glob("*/outcome.json"))]
+        if p.id in cancelled_points and p.id not in recorded_before:
+            # at most the one point the scancel stopped has an attempt before, cancelled and unrecorded
+            assert len(outcomes) <= 2 and all(o["status"] == "cancelled" and "packed allocation" in o["reason"]
+                                              for o in outcomes[:-1]), outcomes
+        else:
+            assert len(outcomes) == 1, outcomes  # measured exactly once
+        if p.id in recorded_before:  # recorded before the scancel, kept
+            assert rec["launch"]["slurm"]["job_id"] == cancelled_job
         facts = rec["launch"]["slurm"]
-        assert facts["pack"].startswith("kanpack-") and facts["pack_points"] == 3, facts
+        # 3 a pack; the re-run's pack of what the scancel left has fewer
+        assert facts["pack"].startswith("kanpack-") and facts["pack_index"] < facts["pack_points"] <= 3, facts
         assert facts["queue_wait_s"] is not None and facts["queue_wait_s"] >= 0, facts
         by_job.setdefault(facts["job_id"], []).append((facts["pack_index"], rec))
         assert rec["status"] == ("failed" if p.id == broken else "ok"), (p.id, rec.get("reason"))

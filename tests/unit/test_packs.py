@@ -191,3 +191,24 @@ def test_only_one_node_cpu_points_inside_a_pack_are_forked_warm(tmp_path):
     assert not warm(one, packed, launch=dataclasses.replace(launch, warm_start=False))
     auto = dataclasses.replace(one, placement=dataclasses.replace(one.placement, device="cuda"))
     assert not warm(auto, packed)  # CUDA must not be initialised in a process that forks
+
+
+def test_a_requeued_allocation_keeps_what_it_recorded(tmp_path, monkeypatch):
+    """A requeued packed job runs every point of its pack again (the job step forces its targets): a
+    point this job recorded ok keeps its record; one another job recorded, or a failed one, is
+    measured as asked."""
+    from launch import main as launch_main
+
+    cfg = plan.validate_config(json.loads(json.dumps(BASE)))
+    point = next(iter(plan.build_points(cfg).values()))
+    out = tmp_path / "points" / f"{point.id}.json"
+    on_disk = {"status": "ok", "launch": {"slurm": {"job_id": "5"}}}
+    monkeypatch.setattr(launch_main.records, "read", lambda path, pid=None: on_disk)
+
+    def kept(job):
+        run = launch_main.Launch(point, plan.launch_settings(cfg), out, "", {"SLURM_JOB_ID": job})
+        return run._measured_by_this_job()
+
+    assert kept("5") and not kept("6")
+    on_disk["status"] = "failed"
+    assert not kept("5")

@@ -138,7 +138,22 @@ class Launch:
                                    stop=lambda: not self.watched_alive()) as alloc:
             self.t0 = time.monotonic()
             self.slurm_facts = alloc.facts()
+            if self.slurm_facts.get("pack") and self._measured_by_this_job():
+                return 0
             return self._run()
+
+    def _measured_by_this_job(self) -> bool:
+        """A requeued packed allocation runs its points again (the job step forces every target of the
+        group): a point this very job recorded ok before the requeue keeps its record."""
+        try:
+            rec = records.read(self.out, self.point.id)
+        except records.InvalidRecord:
+            return False
+        if rec["status"] == "ok" and ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == self.job_id:
+            _say(f"point {self.point.id}: already recorded ok by this allocation (job {self.job_id}) before it was "
+                 f"requeued; kept, not measured again")
+            return True
+        return False
 
     def _run(self) -> int:
         p = self.point
@@ -277,6 +292,14 @@ class Launch:
             warm_device = p.placement.device if launch.warm_start and (not self.job_id or self.warm_in_pack()) else None
             outcome = ProcessTree(cmds, env, warm_device=warm_device).run(deadline, self.watch_pid, self.watch_start)
         oom_killed = oom_kills() > oom_before
+        if outcome.stop_signal and self.slurm_facts and self.slurm_facts.get("pack"):
+            # a packed allocation cancelled, requeued or at its time limit: not the point's doing, so
+            # no record; it stays missing and the next run packs it again (the attempt keeps a note)
+            why = (f"the packed allocation (job {self.job_id}) was stopped by "
+                   f"{failure.signal_text(outcome.stop_signal)} while this point ran")
+            self._note_attempt("cancelled", why + "; no record: the next run packs the point again")
+            _say(why + ": committed nothing, the point stays missing")
+            return 1
         if outcome.watched_died:
             self._note_attempt("cancelled", f"the process that started this point (pid {self.watch_pid}) died; "
                                             f"stopped the point, nothing committed")
