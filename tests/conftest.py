@@ -28,7 +28,10 @@ def pytest_sessionfinish(session, exitstatus):
     out = subprocess.run(["pgrep", "-f", "kan.warm --socket="], capture_output=True, text=True).stdout
     for pid in (int(x) for x in out.split()):
         try:
-            if Path(os.readlink(f"/proc/{pid}/cwd")) == ROOT:
+            # a server inside a Slurm job serves that packed allocation's points (launch/main.py
+            # warm_in_pack), maybe right now: the job's end stops it
+            in_job = b"\0SLURM_JOB_ID=" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes()
+            if Path(os.readlink(f"/proc/{pid}/cwd")) == ROOT and not in_job:
                 os.kill(pid, signal.SIGTERM)
         except OSError:
             pass

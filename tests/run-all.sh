@@ -7,7 +7,9 @@
 #     run strictly one after another (each --exclusive);
 #   - tests/unit and tests/distributed beside it: no scheduler and no network namespace, so they
 #     share nothing with a Slurm job but the CPUs (ports are picked free; the warm-start server
-#     they stop at the end is the checkout's own, and the Slurm session leaves it alone).
+#     they stop at the end is the checkout's own, and the Slurm session leaves it alone), then
+#     the end-to-end files of BESIDE_SLURM (the Slurm session runs ~190 s longer than the unit
+#     and distributed tests; a warm server inside a Slurm job is never stopped by a test session).
 # Phase 2 runs the end-to-end tests on two xdist workers, a test file per worker (a file's study
 #   fixture runs once): they wait on snakemake, warm starts and subprocesses a third of the time
 #   (load average 1.3 on 2 cores when they ran alone).
@@ -19,6 +21,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 ALONE=(tests/e2e/test_emulated.py)
+# end-to-end files run in phase 1 after tests/unit and tests/distributed, beside the Slurm session
+# (measured 2026-12-06: unit + distributed 282 s, Slurm 471 s; these two ~130 s of phase 2's work)
+BESIDE_SLURM=(tests/e2e/test_adaptive.py tests/e2e/test_lr_tuned_study.py)
 log=$(mktemp -t kanscale-slurm-tests.XXXXXX)
 slurm=""
 trap '[ -n "$slurm" ] && kill "$slurm" 2>/dev/null; rm -f "$log"' EXIT
@@ -28,24 +33,27 @@ KANSCALE_TESTS_BESIDE=1 "$PY" -m pytest -q -p no:cacheprovider --durations=15 te
 slurm=$!
 "$PY" -m pytest -q --durations=15 tests/unit tests/distributed
 rc_unit=$?
+echo "---- unit, distributed: $(( $(date +%s) - start )) s"
+"$PY" -m pytest -q --durations=5 "${BESIDE_SLURM[@]}"
+rc_beside=$?
 wait "$slurm"
 rc_slurm=$?
 slurm=""
 echo
 echo "---- tests/slurm (ran beside tests/unit and tests/distributed) ----"
 cat "$log"
-echo "---- phase 1 (slurm | unit, distributed): $(( $(date +%s) - start )) s"
+echo "---- phase 1 (slurm | unit, distributed, then BESIDE_SLURM): $(( $(date +%s) - start )) s"
 
 ignore=(--ignore=tests/slurm --ignore=tests/unit --ignore=tests/distributed)
-for f in "${ALONE[@]}"; do ignore+=(--ignore="$f"); done
+for f in "${ALONE[@]}" "${BESIDE_SLURM[@]}"; do ignore+=(--ignore="$f"); done
 "$PY" -m pytest -q -n 2 --dist loadfile --durations=20 tests "${ignore[@]}"
 rc_e2e=$?
 echo "---- phase 2 (end to end, 2 workers): $(( $(date +%s) - start )) s so far"
 
 "$PY" -m pytest -q --durations=5 "${ALONE[@]}"
 rc_alone=$?
-echo "---- all phases: $(( $(date +%s) - start )) s (exit: unit+distributed $rc_unit, slurm $rc_slurm," \
-     "end to end $rc_e2e, alone $rc_alone)"
-for rc in $rc_unit $rc_slurm $rc_e2e $rc_alone; do
+echo "---- all phases: $(( $(date +%s) - start )) s (exit: unit+distributed $rc_unit, beside Slurm $rc_beside," \
+     "slurm $rc_slurm, end to end $rc_e2e, alone $rc_alone)"
+for rc in $rc_unit $rc_beside $rc_slurm $rc_e2e $rc_alone; do
   [ "$rc" = 0 ] || exit "$rc"
 done
