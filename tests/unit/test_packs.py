@@ -113,6 +113,26 @@ def test_squeue_lines_of_single_jobs_and_packs(tmp_path):
     assert slurm.pack_of_comment("rule_measure_point_wildcards_s_p9") is None
 
 
+def test_a_live_packs_points_it_has_recorded_are_not_running(tmp_path):
+    from kan import record as records
+
+    cfg = plan.validate_config(json.loads(json.dumps(BASE)))
+    a, b = list(plan.build_points(cfg).values())[:2]
+    packs, points = tmp_path / "packs", tmp_path / "points"
+    packs.mkdir()
+    points.mkdir()
+    (packs / "kanpack-n1x1-abc.json").write_text(json.dumps({"points": [a.id, b.id]}))
+    rec = records.failure(a.to_json(), "failed", "a record written inside job 12")
+    rec["launch"] = {"slurm": {"job_id": "12"}}
+    records.write(points / f"{a.id}.json", rec)
+    line = "12|RUNNING|rule_kanpack-n1x1-abc_measure_point|None|2026-12-06T01:00:01"
+    assert set(slurm.parse_point_jobs(line, "packs", packs)) == {b.id}
+    # a record of an earlier job does not count: the live pack measures the point again
+    rec["launch"]["slurm"]["job_id"] = "7"
+    records.write(points / f"{a.id}.json", rec)
+    assert set(slurm.parse_point_jobs(line, "packs", packs)) == {a.id, b.id}
+
+
 def test_points_of_one_allocation_take_turns(tmp_path, monkeypatch):
     """Two points started at once in one allocation run one after the other, in ledger order."""
     monkeypatch.setattr(slurm, "job_info", lambda job: {

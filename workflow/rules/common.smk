@@ -67,21 +67,13 @@ def _running_on_slurm():
     if workflow.remote_exec:
         return {}
     jobs = slurm_jobs.point_jobs(STUDY, Path(f"results/{STUDY}/packs"))
-    live = {pid: job for pid, job in jobs.items() if pid in POINTS and not _measured_by(pid, job)}
+    live = {pid: job for pid, job in jobs.items() if pid in POINTS}
     for pid, job in live.items():
         logger.warning(
             f"point {pid} is still {job['state'].lower()} as Slurm job {job['job_id']} "
             f"(submitted {job['submitted']}): not submitting it again; run the workflow again when it has ended"
         )
     return live
-
-
-def _measured_by(pid, job):
-    """A point of a live packed allocation that the allocation has already recorded is not running."""
-    if "pack" not in job:
-        return False
-    state, rec = plan.record_state(f"results/{STUDY}/points/{pid}.json")
-    return isinstance(rec, dict) and ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == job["job_id"]
 
 
 RUNNING = _running_on_slurm()
@@ -208,7 +200,7 @@ def get_slurm_tasks(wildcards):
 # its own job (plan/packs.py). A pack is a Snakemake group: the executor plugin submits a group as one
 # sbatch whose resources are the group's; with measure_slots scoped "local" and limited to 1 per
 # submission, Snakemake stacks the points in series (runtime summed, nodes and tasks not). Snakemake's
-# own means (no second scheduler): README "Packing points into few allocations" says why.
+# own means (no second scheduler): README "Few allocations" says why.
 PACK = config["resources"]["pack"]
 _PACKS = {}  # {group id: manifest}; formed on first use (after every rule file is read)
 _PACK_OF = {}  # {point id: group id}

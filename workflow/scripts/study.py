@@ -74,10 +74,7 @@ def point_states(cfg: dict, points: dict, results: Path) -> dict[str, dict]:
         claim = claims.read(claim_path)
         if claim is not None and claims.is_live(claim, claim_path):
             entry.update(state="running", reason=claim.describe(), job_id=claim.slurm_job_id or "")
-        job = jobs.get(pid)
-        if job is not None and "pack" in job and isinstance(rec, dict) and \
-                ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == job["job_id"]:
-            job = None  # its live packed allocation has recorded it already
+        job = jobs.get(pid)  # a live pack's points it has recorded already are not among them
         if job is not None:
             state = "pending" if job["state"] == "PENDING" else "running"
             waited = None
@@ -153,14 +150,14 @@ def plan_rows(cfg: dict, states: dict) -> list[dict]:
     return rows
 
 
-def allocation_lines(cfg: dict, points: dict, todo: list[str]) -> list[str]:
+def allocation_lines(cfg: dict, points: dict, todo: list[str], source: str) -> list[str]:
     """How many Slurm allocations the points still to run take, and their shapes (resources.pack)."""
     pack = cfg["resources"]["pack"]
     if not pack:
         return [f"allocations: one Slurm job (one queue wait) per point: {len(todo)} for the jobs still to run "
                 f"(resources.pack runs points of one geometry in one allocation)"]
     packs = plan.packs.form_packs(cfg["study"], points, todo, plan.point_runtimes(cfg, points),
-                                  plan.launch_settings(cfg), pack, source="config")
+                                  plan.launch_settings(cfg), pack, source=source)
     shapes: dict[str, list[dict]] = {}
     for p in packs.values():
         shapes.setdefault(p["shape"], []).append(p)
@@ -187,6 +184,10 @@ def cmd_plan(args) -> int:
     import pandas as pd
 
     df = pd.DataFrame(rows)
+    # before anything is printed or written: a pack limit no point fits is an error naming the file
+    allocations = allocation_lines(cfg, points, [r["point"] for r in rows
+                                                 if r["state"] not in ("ok", "running", "pending")],
+                                   source=args.configfile)
     write_csv(df, results / "plan.csv")
     retries = profile_retries(Path(args.profile))
     todo = df[df["state"] != "ok"]
@@ -211,8 +212,7 @@ def cmd_plan(args) -> int:
     print(f"worst case with retries: {retries} ({args.profile}): {todo['gpu_hours'].sum() * (1 + retries):,.1f} "
           f"GPU-hours, {todo['node_hours'].sum() * (1 + retries):,.1f} node-hours")
     print(f"largest job: {int(biggest['nodes'])} node(s) x {int(biggest['gpus_per_node'])} GPU(s) ({biggest['point']})")
-    for line in allocation_lines(cfg, points, [pid for pid, st in zip(df["point"], df["state"])
-                                               if st not in ("ok", "running", "pending")]):
+    for line in allocations:
         print(line)
     if len(est):
         gpu_h = sum(r["nodes"] * r["gpus_per_node"] * r["estimated_min"] / 60 for r in rows

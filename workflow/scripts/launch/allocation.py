@@ -15,7 +15,6 @@ own start is taken when it has its turn.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from datetime import datetime, timezone
@@ -73,12 +72,8 @@ class Allocation:
             return {"job_id": self.job_id, "error": f"scontrol show job failed: {type(e).__name__}: {e}"}
         submit, eligible, start = (_epoch(job.get(k)) for k in ("SubmitTime", "EligibleTime", "StartTime"))
         gid = slurm.pack_of_comment(job.get("Comment", ""))
-        planned = None
-        if gid:
-            try:
-                planned = len(json.loads((self.packs / f"{gid}.json").read_text())["points"])
-            except (OSError, ValueError, KeyError, TypeError):
-                planned = None
+        manifest = slurm.read_manifest(self.packs, gid) if gid else None
+        planned = len(manifest["points"]) if manifest else None
         return {"job_id": self.job_id, "submit": job.get("SubmitTime"), "eligible": job.get("EligibleTime"),
                 "start": job.get("StartTime"),
                 # the same instants as seconds since the epoch, read where Slurm's local time is known

@@ -10,6 +10,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+from kan import record as records
+
 TIMEOUT_S = 60
 # the executor plugin's job comment: rule_<rule>_wildcards_<wildcard values joined by _>
 COMMENT_PREFIX = "rule_measure_point_wildcards_"
@@ -92,7 +94,27 @@ def point_jobs(study: str, packs: Path | None = None) -> dict[str, dict]:
     return parse_point_jobs(out, study, packs)
 
 
+def read_manifest(packs: Path, gid: str) -> dict | None:
+    """results/<study>/packs/<group id>.json (plan/packs.py), or None: another study's pack (its
+    manifest is in its own results folder), or an unreadable file."""
+    try:
+        manifest = json.loads((packs / f"{gid}.json").read_text())
+        return manifest if isinstance(manifest.get("points"), list) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def recorded_by(record_path: Path, job_id: str) -> bool:
+    """The point's record was written inside Slurm job `job_id` (launch/allocation.py facts)."""
+    try:
+        rec = records.read(record_path, record_path.stem)
+    except records.InvalidRecord:
+        return False
+    return ((rec.get("launch") or {}).get("slurm") or {}).get("job_id") == job_id
+
+
 def parse_point_jobs(squeue_out: str, study: str, packs: Path | None) -> dict[str, dict]:
+    """A live pack's points, less those it has already recorded (its records are in packs/../points)."""
     prefix = f"{COMMENT_PREFIX}{study}_"
     jobs = {}
     for ln in squeue_out.splitlines():
@@ -103,11 +125,8 @@ def parse_point_jobs(squeue_out: str, study: str, packs: Path | None) -> dict[st
         if parts[2].startswith(prefix):
             jobs[parts[2][len(prefix):]] = job
         gid = pack_of_comment(parts[2])
-        if gid and packs is not None:
-            try:
-                members = json.loads((packs / f"{gid}.json").read_text())["points"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # another study's pack (its manifest is in its own results folder)
-            for pid in members:
+        manifest = read_manifest(packs, gid) if gid and packs is not None else None
+        for pid in (manifest or {}).get("points", []):
+            if not recorded_by(packs.parent / "points" / f"{pid}.json", job["job_id"]):
                 jobs[pid] = {**job, "pack": gid}
     return jobs

@@ -100,9 +100,3 @@ def write_manifests(folder: Path, packs: dict[str, dict]) -> None:
             tmp.write_text(json.dumps(pack, sort_keys=True, indent=1))
             tmp.replace(path)
 
-
-def read_manifest(folder: Path, gid: str) -> dict | None:
-    try:
-        return json.loads((folder / f"{gid}.json").read_text())
-    except (OSError, ValueError):
-        return None
