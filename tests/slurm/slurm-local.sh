@@ -128,6 +128,9 @@ MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
+# a pending job that cannot start keeps the jobs behind it from the main scheduler; backfill
+# starts them, every 30 s by default: each second here (2 nodes, a few jobs: no cost)
+SchedulerParameters=bf_interval=1
 # each fake node claims $NUM_CPUS CPUs, more than this machine may have
 SlurmdParameters=config_overrides
 ReturnToService=2

@@ -295,11 +295,28 @@ def _pack_mid_run(packs_dir: Path, records: Path, skip: str) -> tuple[str, str, 
     return None
 
 
+def _blocker(node: str) -> str:
+    """A job that holds all of `node` until scancelled: the packs that need it stay pending (real
+    squeue state, not a race with how fast the other packs end). Its job id, once it runs."""
+    job = subprocess.run(["sbatch", "--parsable", "-w", node, "--exclusive", "-J", "kanscale-test-blocker",
+                          "-t", "30", "-o", "/dev/null", "--wrap", "sleep 1800"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip().split(";")[0]
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        if state == "RUNNING":
+            return job
+        time.sleep(0.2)
+    subprocess.run(["scancel", job], timeout=60)
+    raise AssertionError(f"the blocker job {job} did not start on {node}: {state!r}")
+
+
 def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     """resources.pack: 12 points of 2 geometries, at most 3 an allocation, run as 4 sbatch jobs (not
     12) in series inside each; a point that fails inside a pack leaves the next one running; kill -9
-    of snakemake mid-pack and a re-run submit no twin of a live allocation and lose nothing; a pack
-    scancelled between its points keeps what it recorded, and the re-run packs only the rest."""
+    of snakemake mid-pack and a re-run while packs are pending submit no twin of a live allocation
+    and lose nothing; a pack scancelled between its points keeps what it recorded, and the next run
+    packs only the rest."""
     study = "slurmpack"
     points = _points(study)
     assert len(points) == 12
@@ -312,39 +329,52 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     broken = two_node[1]
     env = {"KANSCALE_FAULT": "bad-flag", "KANSCALE_FAULT_POINTS": broken}
     cmd = workflow_runs.command(workdir, configfiles(study), "--verbose", profile="slurm")
-    first_log = workdir / "snakemake-pack-first.log"
-    with open(first_log, "w") as log_f:
-        sm = subprocess.Popen(cmd, cwd=workdir, stdout=log_f, stderr=subprocess.STDOUT, env={**os.environ, **env})
-        records = workdir / "results" / study / "points"
-        end = time.monotonic() + 240
-        # mid-pack: an allocation has recorded a point and still runs
-        while time.monotonic() < end and not (list(records.glob("*.json")) and _pack_jobs()):
-            time.sleep(0.5)
-        sm.kill()  # kill -9: the allocations it submitted keep running
-        sm.wait()
-    live = _pack_jobs()
-    assert live, "no packed allocation was running when snakemake was killed"
-    # scancel the other 2-node pack mid-run: what it recorded stays, the rest is left missing
-    end = time.monotonic() + 120
-    while time.monotonic() < end and not (hit := _pack_mid_run(workdir / "results" / study / "packs", records,
-                                                                  broken)):
-        time.sleep(0.2)
-    assert hit, "no 2-node pack was caught between its points"
-    cancelled_gid, cancelled_job, recorded_before = hit
-    subprocess.run(["scancel", cancelled_job], check=True, timeout=60)
+    records = workdir / "results" / study / "points"
+    # node n2 held: the 2-node packs pend until the re-run below has planned (CI's machine ended
+    # every pack before a re-run once, so "a live allocation" must not depend on speed)
+    blocker = _blocker("n2")
+    try:
+        first_log = workdir / "snakemake-pack-first.log"
+        with open(first_log, "w") as log_f:
+            sm = subprocess.Popen(cmd, cwd=workdir, stdout=log_f, stderr=subprocess.STDOUT, env={**os.environ, **env})
+            end = time.monotonic() + 240
+            # mid-pack: a 1-node allocation has recorded a point; the 2-node ones pend
+            while time.monotonic() < end and not (list(records.glob("*.json")) and _pack_jobs()):
+                time.sleep(0.5)
+            sm.kill()  # kill -9: the allocations it submitted keep running or pending
+            sm.wait()
+        assert _pack_jobs(), "no packed allocation was live when snakemake was killed"
+        first = first_log.read_text()
+        submitted = sbatch_calls(first)
+        assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
+        for args in submitted.values():  # one point's shape, the points' time limits summed
+            assert "--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args), args
+            assert "-t" in args and int(args[args.index("-t") + 1]) == 3 * RUNTIME_PACK_MIN, args
+        subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
+        rerun_log = workdir / "snakemake-pack-rerun.log"
+        with open(rerun_log, "w") as log_f:
+            rerun = subprocess.Popen([*cmd, "--nolock"], cwd=workdir, stdout=log_f, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **env})
+            end = time.monotonic() + 180
+            while time.monotonic() < end and rerun.poll() is None and "not submitting it again" not in rerun_log.read_text():
+                time.sleep(0.2)
+            assert "not submitting it again" in rerun_log.read_text(), rerun_log.read_text()[-5000:]
+            # it has planned: the 2-node packs may start now, while it finishes
+            subprocess.run(["scancel", blocker], check=True, timeout=60)
+            # scancel the other 2-node pack mid-run: what it recorded stays, the rest is left missing
+            end = time.monotonic() + 180
+            while time.monotonic() < end and not (hit := _pack_mid_run(workdir / "results" / study / "packs",
+                                                                          records, broken)):
+                time.sleep(0.2)
+            assert hit, "no 2-node pack was caught between its points"
+            cancelled_gid, cancelled_job, recorded_before = hit
+            subprocess.run(["scancel", cancelled_job], check=True, timeout=60)
+            assert rerun.wait(timeout=300) == 0, rerun_log.read_text()[-5000:]
+    finally:
+        subprocess.run(["scancel", blocker], timeout=60)
     cancelled_points = json.loads((workdir / "results" / study / "packs" / f"{cancelled_gid}.json").read_text())["points"]
-    first = first_log.read_text()
-    submitted = sbatch_calls(first)
-    assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
-    for args in submitted.values():  # one point's shape, the points' time limits summed
-        assert "--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args), args
-        assert "-t" in args and int(args[args.index("-t") + 1]) == 3 * RUNTIME_PACK_MIN, args
-    subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
-    rc, log, _ = snakemake(workdir, study, extra_env=env)
-    assert rc == 0, log[-5000:]
-    again = sbatch_calls(log)
+    again = sbatch_calls(rerun_log.read_text())
     assert not set(again) & set(submitted), "a live allocation was submitted twice"
-    assert "not submitting it again" in log
     end = time.monotonic() + 300
     while time.monotonic() < end and _pack_jobs():
         time.sleep(1)
