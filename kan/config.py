@@ -10,7 +10,8 @@ A point's id is a readable stem plus a short hash of every field that changes wh
 (`Point.measured`): changing the grid size gives new ids, so old records are never overwritten by a
 different measurement under the same name. What changes no measurement (time limit, memory,
 timeouts, limits) is in kan/settings.py, re-exported here; the field checks are in kan/fields.py,
-the dataset (`data:`) in kan/data_config.py, the command-line bridge in kan/point_args.py.
+the model (`model:`) in kan/model_config.py, the dataset (`data:`) in kan/data_config.py, the
+command-line bridge in kan/point_args.py.
 No torch import here: the workflow and the launcher need this module in processes that start fast.
 """
 
@@ -25,12 +26,9 @@ from dataclasses import dataclass, field
 from .data_config import DataConfig
 from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, plain, validate
 from .lr import LR_SCALINGS, scaled_lr
+from .model_config import BASES, IMPLS, ModelConfig  # noqa: F401  (callers import them here)
 from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
-# pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
-# workflow/scripts/pykan_train.py with this package's loop and record
-IMPLS = ("kanscale", "mlp", "mlp_matched", "pykan")
-BASES = ("bspline", "rbf", "chebyshev")
 EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp", "batch")
 # what a point may be besides the config's experiments: lr_tune = one candidate rate of the one-rank
 # sweep that `training.lr: tuned` runs before the scaling points (workflow/scripts/plan/points.py)
@@ -46,49 +44,6 @@ POINT_VERSION = 1
 
 
 # ---- the dataclasses ---------------------------------------------------------------------------
-
-@dataclass(frozen=True, kw_only=True)
-class ModelConfig:
-    """The network a point trains."""
-
-    impl: str = field(default="kanscale", metadata=meta(
-        "kanscale = our KAN; mlp = Linear+SiLU with the same widths; mlp_matched = MLP with the KAN's "
-        "parameter count; pykan = the seed paper's pykan 0.2.8 (B-spline only)", choices=IMPLS))
-    basis: str = field(default="bspline", metadata=meta("KAN basis functions", choices=BASES))
-    widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=meta(
-        "layer widths, input first; the input width is the data dimension", lo=1, limit="max_width"))
-    grid_size: int = field(default=10, metadata=meta("grid intervals per input", lo=1, limit="max_grid_size"))
-    spline_order: int = field(default=3, metadata=meta("B-spline order (3 = cubic)", lo=0, hi=7))
-    grid_range: tuple[float, ...] = field(default=(-2.0, 2.0), metadata=meta(
-        "lo,hi of the uniform grid (the data lie in [-2, 2])"))
-
-    def __post_init__(self) -> None:
-        for name in ("widths", "grid_range"):
-            object.__setattr__(self, name, as_tuple(getattr(self, name)))
-        validate(self, "model.", None)
-        if len(self.widths) < 2:
-            raise PointError("model.widths", f"needs an input and an output width, got {list(self.widths)}")
-        if len(self.grid_range) != 2 or not self.grid_range[1] > self.grid_range[0]:
-            raise PointError("model.grid_range", f"must be [lo, hi] with hi > lo, got {list(self.grid_range)}")
-        if self.impl == "pykan" and self.basis != "bspline":
-            raise PointError("model.basis", f"pykan has B-spline edges only, got {self.basis!r}")
-
-    @property
-    def label(self) -> str:
-        """Readable model name: kanscale_bspline, mlp, mlp_matched, pykan."""
-        return self.impl if self.impl != "kanscale" else f"{self.impl}_{self.basis}"
-
-    def measured(self) -> dict:
-        """The fields that change what the model computes (a plain MLP has no grid or basis; pykan has
-        one basis)."""
-        d = plain(self)
-        if self.impl == "mlp":
-            for k in ("basis", "grid_size", "spline_order", "grid_range"):
-                d.pop(k)
-        if self.impl == "pykan":
-            d.pop("basis")
-        return d
-
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
@@ -390,6 +345,8 @@ class Point:
         d["data"] = self.data.measured()
         if not d["data"]:
             d.pop("data")
+        if d.get("model") is not None and not self.model.impl_sha256:
+            d["model"].pop("impl_sha256")
         d["id"] = self.id
         d["point_version"] = POINT_VERSION
         return d
@@ -428,6 +385,8 @@ class Point:
                 v = getattr(sub, f.name)
                 if name == "data" and f.name not in self.data.measured():
                     continue  # the default data: the command line of every older point stays as it was
+                if name == "model" and f.name == "impl_sha256" and not v:
+                    continue
                 if name == "train" and f.name in (*LR_SETTINGS, "lr_candidates") and f.name not in self.train.measured():
                     continue  # likewise the rate's rule at its defaults
                 if isinstance(v, bool):

@@ -19,11 +19,12 @@ class PointError(ValueError):
 
 
 def meta(help: str, unit: str = "", flag: str | None = None, lo=None, hi=None, gt=None, limit: str | None = None,
-         choices: tuple | None = None) -> dict:
+         choices: tuple | None = None, open_choices: bool = False) -> dict:
     """Field metadata: help text, unit, CLI flag, bounds (lo/hi inclusive, gt exclusive; `limit` names a
-    Limits field, a bound the study config can raise)."""
+    Limits field, a bound the study config can raise); `open_choices`: the choices are the built-in
+    values and the class itself checks any other (model.impl: your own factory)."""
     return {"help": help, "unit": unit, "flag": flag, "lo": lo, "hi": hi, "gt": gt, "limit": limit,
-            "choices": choices}
+            "choices": choices, "open_choices": open_choices}
 
 
 def default(cls, name: str):
@@ -49,7 +50,7 @@ def _check_scalar(key: str, v, typ, meta: dict, limits) -> None:
     if typ is str:
         if not isinstance(v, str):
             raise PointError(key, f"must be a string, got {v!r}")
-        if meta["choices"] and v not in meta["choices"]:
+        if meta["choices"] and not meta["open_choices"] and v not in meta["choices"]:
             raise PointError(key, f"{v!r} is not allowed; allowed values: {', '.join(meta['choices'])}")
         return
     if typ is int and not _is_int(v):

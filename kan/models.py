@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from . import factory
 from .config import IMPLS, ModelConfig
 from .layers import KANLinear
 
@@ -92,6 +93,8 @@ def build_model(cfg: ModelConfig, seed: int | None = None) -> nn.Module:
     torch before calling it, so `seed` is not needed here). `mlp_matched` has the KAN's parameter
     count. pykan is built by workflow/scripts/pykan_train.py in pykan's own environment."""
     kan_args = (cfg.widths, cfg.grid_size, cfg.spline_order, cfg.grid_range, cfg.basis)
+    if factory.is_factory(cfg.impl):
+        return build_factory(cfg)
     if cfg.impl == "kanscale":
         return KAN(*kan_args)
     if cfg.impl == "mlp":
@@ -101,3 +104,13 @@ def build_model(cfg: ModelConfig, seed: int | None = None) -> nn.Module:
     if cfg.impl == "pykan":
         raise ValueError("impl pykan runs in its own environment: workflow/scripts/pykan_train.py supplies the model")
     raise ValueError(f"impl must be one of {IMPLS}, got {cfg.impl!r}")
+
+
+def build_factory(cfg: ModelConfig) -> nn.Module:
+    """The user's module; a file that changed since the plan is refused (its points are another
+    measurement: their id carries the content hash the plan read)."""
+    target, _, is_file = factory.parse(cfg.impl)
+    if is_file and factory.file_sha256(target) != cfg.impl_sha256:
+        raise factory.FactoryError(f"{cfg.impl!r}: {target} changed since the study was planned (content hash "
+                                   f"{cfg.impl_sha256[:12]}...); run the workflow again to plan its new points")
+    return factory.build(cfg.impl, factory.settings(cfg))

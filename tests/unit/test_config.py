@@ -256,6 +256,8 @@ def disagreements(schema: dict) -> list[str]:
             if stated is not None and stated != bound:
                 out.append(f"{key}: {schema_key} {bound!r} in the schema, {meta_key}={stated!r} in "
                            f"{cls.__name__}.{name}")
+        # model.impl: the built-ins are one branch of anyOf (the other is your own factory)
+        items = next((b for b in items.get("anyOf", ()) if "enum" in b), items)
         if f.metadata.get("choices") and tuple(items.get("enum", ())) != f.metadata["choices"]:
             out.append(f"{key}: enum {items.get('enum')} in the schema, {f.metadata['choices']} in {cls.__name__}.{name}")
     if set(schema["properties"]["experiments"]["properties"]) != set(EXPERIMENTS):
@@ -381,7 +383,8 @@ def test_validation_fills_every_section():
 
 def test_impl_and_basis_choices_agree():
     schema = plan.load_schema()
-    assert tuple(schema_keys(schema)["model.impl"]["items"]["enum"]) == IMPLS
+    builtin, own = schema_keys(schema)["model.impl"]["items"]["anyOf"]
+    assert tuple(builtin["enum"]) == IMPLS and re.fullmatch(own["pattern"], "examples/tiny_kan.py:build")
     assert tuple(schema_keys(schema)["model.basis"]["items"]["enum"]) == BASES
     assert Point().model.grid_size == schema_keys(schema)["model.grid_size"]["default"]
 

@@ -13,9 +13,11 @@ from launch import slurm as slurm_jobs
 
 _CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
 try:
-    for _f in workflow.configfiles:
-        plan.read_yaml(_f)  # what Snakemake's loader lets through: duplicate keys
-    plan.validate_config(config, source=_CONFIG_FILES, overrides=dict(workflow.config_settings.config))
+    # read strictly: what Snakemake's loader lets through (duplicate keys)
+    _RAW_CONFIGS = [(_f, plan.read_yaml(_f)) for _f in workflow.configfiles]
+    plan.validate_config(
+        config, source=_CONFIG_FILES, overrides=dict(workflow.config_settings.config), files=_RAW_CONFIGS
+    )
 except plan.ConfigError as e:
     raise WorkflowError(str(e)) from None
 for _warning in plan.config_warnings(config):

@@ -8,6 +8,7 @@
     points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point
     runtimes.py  step-time estimates from earlier records; each point's time limit
     state.py     record_state, retry_token (which points run again), ANALYSIS_RULES
+    factories.py model.impl factories: relative paths resolved, each checked once (imports, builds, shape)
     packs.py     resources.pack: the points still to run, grouped by Slurm geometry into allocations
 
 Pure Python, imported by the workflow (common.smk), `make plan` (study.py) and the tests. The

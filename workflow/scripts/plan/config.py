@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .checks import semantic_problems
+from .factories import resolve_paths
 from .points import allreduce_topologies, training_rows
 from .schema import ConfigError, Validator, load_schema, message
 
@@ -78,10 +79,12 @@ def _key_path(key: str) -> list[str]:
 
 
 def validate_config(config: dict, source: str = "config", schema: dict | None = None,
-                    overrides: dict | None = None) -> dict:
+                    overrides: dict | None = None, files: list | None = None) -> dict:
     """Validate `config` in place (defaults filled) and return it, or raise ConfigError with one line
     per problem: '<file or --config>: <key>: <what is wrong and what is allowed>'. `overrides` are the
-    values given with --config (they are blamed on --config, not on the file)."""
+    values given with --config (they are blamed on --config, not on the file). `files`: the config
+    files as read, [(path, mapping)], layered in order: model.impl's relative factory paths are
+    relative to the file that names them (plan/factories.py; without files, to the working folder)."""
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: the config must be a mapping of keys, got {type(config).__name__}")
     sources = {"file": source, "overrides": overrides}
@@ -89,6 +92,7 @@ def validate_config(config: dict, source: str = "config", schema: dict | None = 
     errors = sorted(Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     problems = [f"{_source_of(list(e.absolute_path), sources)}: {message(e)}" for e in errors]
     if not problems:
+        resolve_paths(config, files or [])
         problems = [f"{_source_of(_key_path(key), sources)}: {key}: {msg}" for key, msg in semantic_problems(config)]
     if len(problems) == 1:
         raise ConfigError(problems[0])
@@ -99,10 +103,11 @@ def validate_config(config: dict, source: str = "config", schema: dict | None = 
 
 def load_config(path: str | Path, overrides: dict | None = None) -> dict:
     """Read (strictly) and validate one YAML study config file, with --config style overrides."""
-    cfg = read_yaml(path)
+    raw = read_yaml(path)
+    cfg = copy.deepcopy(raw)
     if overrides:
         _merge(cfg, overrides)
-    return validate_config(cfg, source=str(path), overrides=overrides)
+    return validate_config(cfg, source=str(path), overrides=overrides, files=[(path, raw)])
 
 
 def _merge(base: dict, top: dict) -> None:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from kan.config import AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, PointError, TrainConfig
 from kan.data_config import DataConfig
 
+from kan import factory
+
+from . import factories
 from .data import DATA_FIELDS, datasets
 
 # config key -> (dataclass, field): the value is passed as is (tests check the schema's defaults and
@@ -80,6 +83,11 @@ def study_parts(cfg: dict, problems: list) -> dict:
     parts = {"limits": limits or Limits(), "models": []}
     model_kw = config_kwargs(cfg, ModelConfig)
     for impl in m["impl"]:
+        if factory.is_factory(impl):  # your own: one model, given the first basis listed
+            mc = _factory_model(impl, {**model_kw, "impl": impl, "basis": m["basis"][0]}, problems)
+            if mc is not None:
+                parts["models"].append(mc)
+            continue
         # an MLP has no basis, pykan has B-splines only: one model each, not one per basis
         for basis in (m["basis"] if impl == "kanscale" else ["bspline"]):
             mc = _build(ModelConfig, {**model_kw, "impl": impl, "basis": basis}, problems)
@@ -97,6 +105,23 @@ def study_parts(cfg: dict, problems: list) -> dict:
     parts["launch"] = _build(LaunchSettings, config_kwargs(cfg, LaunchSettings), problems)
     parts["data"] = datasets(cfg, problems)  # a table is read and checked here, once
     return parts
+
+
+def _factory_model(impl: str, kw: dict, problems: list) -> ModelConfig | None:
+    """A factory's model, checked (plan/factories.py) and with its file's content hash."""
+    try:
+        factory.parse(impl)
+    except factory.FactoryError as e:
+        problems.append(("model.impl", str(e)))
+        return None
+    shape = _build(ModelConfig, {**kw, "impl": "kanscale"}, problems)  # the settings' own checks, once
+    if shape is None:
+        return None
+    sha, error = factories.check(impl, factory.settings(shape))
+    if error:
+        problems.append(("model.impl", error))
+        return None
+    return _build(ModelConfig, {**kw, "impl_sha256": sha}, problems)
 
 
 def lr_candidates(cfg: dict) -> tuple[float, ...]:

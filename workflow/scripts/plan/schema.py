@@ -79,6 +79,11 @@ def message(err) -> str:
         return f"{where}: unknown key(s) {', '.join(map(repr, extra))}; allowed keys: {', '.join(allowed)}"
     if kind == "not" and "const" in schema.get("not", {}):
         return f"{where}: {value!r} is not allowed ({schema.get('description', '')})".rstrip(" ()")
+    if kind == "anyOf" and isinstance(value, str) and any("enum" in b for b in schema["anyOf"]):
+        # names or a pattern (model.impl: a built-in, or your own factory)
+        names = [repr(v) for b in schema["anyOf"] for v in b.get("enum", ())]
+        forms = [b["description"] for b in schema["anyOf"] if "pattern" in b]
+        return f"{where}: {value!r} is not allowed; allowed values: {', '.join(names)}, or {' or '.join(forms)}"
     if kind in ("oneOf", "anyOf") and err.context:
         # the branch written for this kind of value (a mapping, a number) says what is wrong with it
         branches = schema[kind]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kan import factory
 from kan import record as records
 from kan.config import Point
 from kan.data_config import DataConfig
@@ -47,8 +48,9 @@ def model_label(point: dict) -> str:
     if point["experiment"] == "allreduce":
         return "all_reduce"
     m = point["model"]
-    # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name
-    name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else m["impl"]
+    # kanscale's KAN is "kan-<basis>"; the MLPs and the seed paper's pykan go by their impl name, a
+    # factory by its file (no folders) or module and function
+    name = f"kan-{m['basis']}" if m["impl"] == "kanscale" else factory.short_name(m["impl"])
     # data other than the default say so: two Feynman equations of one study are two models to
     # every table (which group by this label), never repeats of one
     on = f" on {DataConfig(**point['data']).label}" if "data" in point else ""
