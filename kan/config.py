@@ -29,7 +29,8 @@ from .lr import LR_SCALINGS, scaled_lr
 from .model_config import BASES, IMPLS, ModelConfig  # noqa: F401  (callers import them here)
 from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
-EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp", "batch")
+# readiness: one implementation's two-rank DDP-readiness check (kan/readiness.py), not a measurement
+EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp", "batch", "readiness")
 # what a point may be besides the config's experiments: lr_tune = one candidate rate of the one-rank
 # sweep that `training.lr: tuned` runs before the scaling points (workflow/scripts/plan/points.py)
 POINT_EXPERIMENTS = (*EXPERIMENTS, "lr_tune")

@@ -43,10 +43,11 @@ def restart_hook_state(net) -> None:
         restart()
 
 
-def wrap(model, t: TrainConfig) -> DDP:
-    """The model under DDP with the point's settings and hook."""
+def wrap(model, t: TrainConfig, find_unused_parameters: bool = False) -> DDP:
+    """The model under DDP with the point's settings and hook (find_unused_parameters: for the
+    readiness check of a model with parameters that get no gradient, kan/readiness.py)."""
     net = DDP(model, bucket_cap_mb=t.bucket_cap_mb, static_graph=t.static_graph,
-              gradient_as_bucket_view=t.gradient_as_bucket_view)
+              gradient_as_bucket_view=t.gradient_as_bucket_view, find_unused_parameters=find_unused_parameters)
     if t.comm_hook == "none":
         return net
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook

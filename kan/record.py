@@ -42,6 +42,7 @@ _REQUIRED_TRAIN = (
     ("memory.peak_bytes", "int>0"), ("loss.final_train", "num?"), ("loss.curve", "list"), ("ranks", "list"),
 )
 _REQUIRED_ALLREDUCE = (("world_size", "int>0"), ("allreduce.sizes", "list"), ("ranks", "list"))
+_REQUIRED_READINESS = (("world_size", "int>0"), ("readiness.checks", "list"), ("ranks", "list"))
 
 
 class InvalidRecord(ValueError):
@@ -138,7 +139,8 @@ def check(rec, point_id: str | None = None) -> dict:
         if not isinstance(rec.get("reason"), str) or not rec["reason"]:
             raise InvalidRecord(f"status {status} without a reason")
         return rec
-    required = _REQUIRED_ALLREDUCE if point.get("experiment") == "allreduce" else _REQUIRED_TRAIN
+    required = {"allreduce": _REQUIRED_ALLREDUCE, "readiness": _REQUIRED_READINESS}.get(point.get("experiment"),
+                                                                                     _REQUIRED_TRAIN)
     for key, kind in required:
         try:
             v = _get(rec, key)

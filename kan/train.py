@@ -171,6 +171,11 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
                 mine = sweep(point.allreduce, info, device)
                 per_rank = _gather(mine, info)
                 record.update(summarize_sweep(point.allreduce, info, per_rank, backend))
+            elif point.experiment == "readiness":
+                from . import readiness
+
+                record.update(readiness.run(point, device, info.rank))
+                record["ranks"] = [r["facts"] for r in _gather({"facts": metrics.rank_facts(device)}, info)]
             else:
                 from .loop import summarize_ranks, train_rank
 
@@ -231,6 +236,9 @@ def _gather(mine: dict, info) -> list[dict]:
 
 
 def _summary_line(rec: dict) -> str:
+    if "readiness" in rec:
+        return "DDP readiness: " + ", ".join(f"{c['check']} {({True: 'pass', False: 'FAIL'}).get(c['pass'], 'n/a')}"
+                                             for c in rec["readiness"]["checks"])
     if "allreduce" in rec:
         big = rec["allreduce"]["sizes"][-1]
         return (f"world {rec['world_size']}, all_reduce of {big['size_bytes'] / 2**20:.1f} MiB: "

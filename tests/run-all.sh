@@ -22,8 +22,9 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 ALONE=(tests/e2e/test_emulated.py)
 # end-to-end files run in phase 1 after tests/unit and tests/distributed, beside the Slurm session
-# (measured 2026-12-06: unit + distributed 282 s, Slurm 471 s; these two ~130 s of phase 2's work)
-BESIDE_SLURM=(tests/e2e/test_adaptive.py tests/e2e/test_lr_tuned_study.py)
+# (measured 2026-12-06: unit + distributed 282 s, Slurm 471 s; the first two ~130 s of phase 2's work,
+# the own-KAN study ~20 s)
+BESIDE_SLURM=(tests/e2e/test_adaptive.py tests/e2e/test_lr_tuned_study.py tests/e2e/test_own_kan_study.py)
 log=$(mktemp -t kanscale-slurm-tests.XXXXXX)
 slurm=""
 trap '[ -n "$slurm" ] && kill "$slurm" 2>/dev/null; rm -f "$log"' EXIT

@@ -225,7 +225,9 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data.py)
                "data", "data.path", "data.equations",
                # how points are grouped into Slurm allocations, read by plan/packs.py, not a point's field
-               "resources.pack", "resources.pack.*")
+               "resources.pack", "resources.pack.*",
+               # the readiness check's own steps and batch (plan/points.py sets its points' fields from them)
+               "experiments.readiness", "experiments.readiness.*")
 _BOUNDS = (("lo", "minimum"), ("gt", "exclusiveMinimum"), ("hi", "maximum"))
 
 

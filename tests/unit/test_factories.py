@@ -41,7 +41,7 @@ def write_config(folder, impl, **model):
 
 
 def factory_points(cfg) -> list[Point]:
-    return [p for p in plan.build_points(cfg).values() if factory.is_factory(p.model.impl)]
+    return [p for p in plan.build_points(cfg).values() if factory.is_factory(p.model.impl) and p.experiment == "strong"]
 
 
 def test_a_file_factory_relative_to_its_config_file_plans_with_its_hash(tmp_path, monkeypatch):

@@ -52,6 +52,23 @@ rule collect_measurements:
         " --out val_curves={output.val_curves:q} > {log:q} 2>&1"
 
 
+# experiments.readiness: each implementation's DDP-readiness verdict from its check point (kan/readiness.py)
+rule ddp_readiness:
+    input:
+        planned=rules.write_plan.output.points,
+        records=get_readiness_records,
+    output:
+        readiness="results/{study}/ddp_readiness.json",
+    log:
+        "results/{study}/logs/ddp_readiness.log",
+    localrule: True
+    message:
+        "DDP readiness {wildcards.study}: unused parameters, buffers in sync, identical replicas, device placement"
+    shell:
+        "{PYTHON:q} {SCRIPTS_DIR:q}/ddp_readiness.py --in planned={input.planned:q}"
+        " --in points_dir=results/{wildcards.study}/points --out readiness={output.readiness:q} > {log:q} 2>&1"
+
+
 rule compute_tables:
     input:
         measurements=rules.collect_measurements.output.measurements,

@@ -78,3 +78,25 @@ def get_critical_input(wildcards):
         if PARTIAL or not plan.points.enabled(config["experiments"], "batch")
         else [f"results/{STUDY}/critical_batch.json"]
     )
+
+
+def readiness_ids():
+    """The readiness check points the analysis reads (experiments.readiness, kan/readiness.py)."""
+    return [pid for pid in measured_ids(LAST_LOOK) if POINTS[pid].experiment == "readiness"]
+
+
+def get_readiness_records(wildcards):
+    return records_of(readiness_ids())
+
+
+def get_readiness_path(wildcards):
+    """JSON: ddp_readiness.json for the report (null: no check planned). A full run makes it before the
+    report (an input there); a partial report shows it where it exists."""
+    path = f"results/{STUDY}/ddp_readiness.json"
+    if not any(p.experiment == "readiness" for p in POINTS.values()) or (PARTIAL and not Path(path).exists()):
+        return as_json(None)
+    return as_json(path)
+
+
+def get_readiness_input(wildcards):
+    return [] if PARTIAL or not readiness_ids() else [f"results/{STUDY}/ddp_readiness.json"]

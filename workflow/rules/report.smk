@@ -92,6 +92,7 @@ rule render_report:
         looks=get_last_look,
         compare=get_compare_inputs,
         critical=get_critical_input,
+        readiness=get_readiness_input,
     output:
         report=report(
             "reports/{study}/report.html",
@@ -109,6 +110,7 @@ rule render_report:
         looks=get_last_look_path,
         tuning=get_tuning_path,
         critical=get_critical_path,
+        readiness=get_readiness_path,
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
@@ -120,4 +122,4 @@ rule render_report:
         " --in expectations={input.expectations:q} --param config={params.config:q}"
         " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"
         " --param tuning={params.tuning:q} --param critical={params.critical:q}"
-        " --out report={output.report:q} > {log:q} 2>&1"
+        " --param readiness={params.readiness:q} --out report={output.report:q} > {log:q} 2>&1"

@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 
+from kan import factory
 from kan.config import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
 from kan.fields import default
 from scaling.common.repeats import RepeatPlan
@@ -17,7 +18,7 @@ from scaling.common.repeats import RepeatPlan
 from .fields import config_kwargs, study_parts
 from .schema import ConfigError
 
-TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e != "allreduce")
+TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("allreduce", "readiness"))
 # the ddp experiment's lists: every combination of their items is one setting
 DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo")
 # DDP's defaults (the trainer's): the `none` setting every other one is judged against
@@ -29,6 +30,12 @@ def enabled(exps: dict, name: str) -> dict | None:
     """The experiment's section if the config has it and it is enabled (validated: `enabled` is there)."""
     e = exps.get(name)  # an experiment left out of the config is not measured
     return e if e and e["enabled"] else None
+
+
+def readiness_enabled(cfg: dict) -> bool:
+    """experiments.readiness.enabled: true, false, or null = where model.impl lists your own factory."""
+    on = cfg["experiments"]["readiness"]["enabled"]
+    return any(factory.is_factory(i) for i in cfg["model"]["impl"]) if on is None else on
 
 
 def world(topo: dict) -> int:
@@ -224,6 +231,16 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                     for rep in range(num_reps):
                         add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc,
                             train=train, placement=place, dataset=ds)
+    if readiness_enabled(cfg):  # one two-rank check per implementation (kan/readiness.py), no repeats
+        r = cfg["experiments"]["readiness"]
+        # its own drawn batches (the rate as given, or the first candidate: it trains a few steps only)
+        train = TrainConfig(**{**train_base, "samples": 2 * r["batch_per_rank"] * r["steps"], "epochs": 1,
+                               "batch_per_rank": r["batch_per_rank"], "max_steps": r["steps"], "warmup_steps": 0,
+                               "lr_scaling": "none", "lr_warmup_samples": 0, "eval_every_samples": 0})
+        two = Placement(**placement_base, nodes=1, gpus_per_node=2)
+        for mc in parts["models"]:  # the data's config only for its widths: nothing is read
+            add(f"experiments.readiness ({mc.label})", experiment="readiness", rep=0, model=mc, train=train,
+                placement=two, data=parts["data"][0].config)
     if enabled(cfg["experiments"], "allreduce"):
         sweep = AllreduceConfig(**config_kwargs(cfg, AllreduceConfig))
         for topo in allreduce_topologies(cfg):

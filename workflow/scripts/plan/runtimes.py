@@ -45,7 +45,7 @@ def measured_steps(folders: list[Path]) -> tuple[dict[str, list[float]], list[fl
                 pt = Point.from_json(rec["point"])
             except (records.InvalidRecord, PointError, ValueError, TypeError):
                 continue
-            if rec["status"] != "ok" or pt.experiment == "allreduce":
+            if rec["status"] != "ok" or pt.experiment in ("allreduce", "readiness"):  # no training steps timed
                 continue
             times.setdefault(_step_key(pt), []).append(rec["timing"]["step_time_s"])
             bench = folder / "benchmarks" / f"{path.stem}.tsv"

@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from kan import factory
 from kan.config import TrainConfig
 from kan.data_config import is_default_section
 from kan.fields import default
@@ -21,6 +22,7 @@ from kan.fields import default
 from ..common.settings import Settings
 from ..model import linkcheck
 from ..tables import heldout, queue
+from ..tables import readiness as ready
 from ..tables.target import rule_text
 from . import operator
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
@@ -41,8 +43,10 @@ SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curve
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
                   expectations: dict | None = None, compare: list[dict] | None = None,
-                  look: dict | None = None, tuning: dict | None = None, critical: dict | None = None) -> dict:
+                  look: dict | None = None, tuning: dict | None = None, critical: dict | None = None,
+                  readiness: dict | None = None) -> dict:
     reference = reference or {}
+    guidelines = with_readiness_notes(guidelines, readiness)
     settings = Settings.from_config(config)
     sections = {}
     for name in SECTIONS:
@@ -85,6 +89,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "target_rule": rule_text(settings),
         "heldout": heldout_context(config, tables),
         "accuracy": accuracy_context(config, tables, manifest, figures_dir, tuning, critical),
+        "readiness": readiness_context(readiness),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),
@@ -95,15 +100,35 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
                   provenance: dict, reference: dict | None = None, generated_utc: str | None = None,
                   templates: str | Path = TEMPLATES, expectations: dict | None = None,
                   compare: list[dict] | None = None, look: dict | None = None, tuning: dict | None = None,
-                  critical: dict | None = None) -> str:
+                  critical: dict | None = None, readiness: dict | None = None) -> str:
     """The report's HTML as a string. `expectations` = expectations.json; `compare` = other studies
     (compare.read_study), shown after this one; `look` = an adaptive study's last look file;
-    `tuning` = lr_tuning.json (training.lr: tuned); `critical` = critical_batch.json."""
+    `tuning` = lr_tuning.json (training.lr: tuned); `critical` = critical_batch.json; `readiness` =
+    ddp_readiness.json (experiments.readiness)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
-                        expectations, compare, look, tuning, critical)
+                        expectations, compare, look, tuning, critical, readiness)
     return env.get_template("report.html.j2").render(**ctx)
+
+
+def readiness_context(found: dict | None) -> list[dict] | None:
+    """"Is it ready for DDP?": each implementation's checks in words (None: no check was planned)."""
+    if not found:
+        return None
+    word = {True: "pass", False: "fail", None: "not checked"}
+    return [{"name": name, "failed": [c["check"] for c in checks if c["pass"] is False],
+             "checks": [{**c, "verdict": word[c["pass"]]} for c in checks]} for name, checks in found.items()]
+
+
+def with_readiness_notes(guidelines: list[dict], found: dict | None) -> list[dict]:
+    """Each guideline about an implementation that failed a readiness check says what it rests on."""
+    bad = ready.failed_checks(found or {})
+    out = []
+    for g in guidelines:
+        notes = [ready.drift_note(name, checks) for name, checks in bad.items() if f"{name} [" in g.get("text", "")]
+        out.append({**g, "readiness_note": " ".join(notes)} if notes else g)
+    return out
 
 
 def heldout_context(config: dict, tables: dict) -> dict | None:
@@ -147,4 +172,8 @@ def config_echo(config: dict) -> dict:
         del training["lr_reference_batch"]
     if "lr_candidates" in training and not (training.get("lr") == "tuned"):  # used only by lr: tuned
         del training["lr_candidates"]
+    exps = shown.get("experiments") or {}
+    if "readiness" in exps and exps["readiness"]["enabled"] is None and not any(
+            factory.is_factory(impl) for impl in shown["model"]["impl"]):  # at its default no check ran
+        del exps["readiness"]
     return shown

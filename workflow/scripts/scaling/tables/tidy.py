@@ -212,6 +212,8 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
     rows, curves, sweeps, vals = [], [], [], []
     for point in points:
         pid = point["id"]
+        if point["experiment"] == "readiness":  # a verdict, not a measurement: ddp_readiness.json
+            continue
         if pid in running:
             state, rec, reason = "running", None, f"still running: {running[pid]}"
         elif pid in record_paths:

@@ -1,0 +1,60 @@
+"""ddp_readiness.json from the readiness points' records (scaling/tables/readiness.py) and what the
+report makes of it: no verdict made up for a failed or missing check point, and a note on exactly
+the guidelines about an implementation that failed a check."""
+
+import json
+
+from kan import record as records
+from kan.config import ModelConfig, Placement, Point, TrainConfig
+from scaling.report.render import config_echo, readiness_context, with_readiness_notes
+from scaling.tables.readiness import failed_checks, verdicts
+
+
+def _point(impl="kanscale", **kw) -> Point:
+    return Point(experiment="readiness", model=ModelConfig(impl=impl, widths=(2, 8, 1), **kw),
+                 placement=Placement(nodes=1, gpus_per_node=2, device="cpu"),
+                 train=TrainConfig(samples=512, batch_per_rank=32, epochs=1, max_steps=8, warmup_steps=0))
+
+
+def _write(folder, point, status="ok", checks=None, reason=None):
+    rec = {"record_version": records.RECORD_VERSION, "point": point.to_json(), "status": status,
+           "reason": reason, "finished_utc": "2026-12-06T00:00:00+00:00", "world_size": 2, "ranks": [{}, {}]}
+    if checks is not None:
+        rec["readiness"] = {"steps": 8, "checks": checks}
+    (folder / f"{point.id}.json").write_text(json.dumps(rec))
+
+
+def test_verdicts_come_from_records_and_a_failed_or_missing_point_gives_none(tmp_path):
+    ok = [{"check": c, "pass": c != "buffers_in_sync", "detail": "d", "fix": "f", "names": []}
+          for c in ("unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement")]
+    a, b, c = _point(), _point(impl="mlp"), _point(impl="mlp_matched")
+    _write(tmp_path, a, checks=ok)
+    _write(tmp_path, b, status="failed", reason="RuntimeError: boom")
+    found = verdicts([a.to_json(), b.to_json(), c.to_json(), {"experiment": "strong", "id": "x"}], tmp_path)
+    assert list(found) == ["kan-bspline", "mlp", "mlp_matched"]
+    assert [x["pass"] for x in found["kan-bspline"]] == [True, False, True, True]
+    assert "names" not in found["kan-bspline"][0]  # the file keeps {check, pass, detail, fix}
+    assert found["mlp"] == [{"check": "ran", "pass": None, "detail": "the check point failed: RuntimeError: boom",
+                             "fix": found["mlp"][0]["fix"]}]
+    assert found["mlp_matched"][0]["pass"] is None and "no verdict yet" in found["mlp_matched"][0]["detail"]
+    assert failed_checks(found) == {"kan-bspline": ["buffers_in_sync"]}
+    ctx = readiness_context(found)
+    assert ctx[0]["failed"] == ["buffers_in_sync"] and ctx[1]["checks"][0]["verdict"] == "not checked"
+
+
+def test_only_guidelines_about_a_failed_implementation_get_the_note():
+    found = {"kan-bspline": [{"check": "buffers_in_sync", "pass": False, "detail": "", "fix": ""}],
+             "mlp": [{"check": "buffers_in_sync", "pass": True, "detail": "", "fix": ""}]}
+    gs = [{"id": "a", "text": "kan-bspline [2,8,1]: no world size ..."}, {"id": "b", "text": "mlp [2,8,1]: ..."},
+          {"id": "c", "text": "Not enough data: ..."}]
+    out = with_readiness_notes(gs, found)
+    assert "buffers_in_sync" in out[0]["readiness_note"] and "not kept in step" in out[0]["readiness_note"]
+    assert "readiness_note" not in out[1] and "readiness_note" not in out[2]
+    assert with_readiness_notes(gs, None) == gs
+
+
+def test_the_config_echo_leaves_out_the_check_at_its_default_without_a_factory():
+    cfg = {"model": {"impl": ["kanscale"]}, "experiments": {"readiness": {"enabled": None, "steps": 8}}}
+    assert "readiness" not in config_echo(cfg)["experiments"]
+    cfg["model"]["impl"].append("examples/tiny_kan.py:build")
+    assert "readiness" in config_echo(cfg)["experiments"]
