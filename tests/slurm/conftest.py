@@ -98,7 +98,7 @@ def workdir(slurm_cluster) -> Path:
     """A copy of the workflow to run in, so the tests never touch the checkout's results/.
     Its own temp dir, not pytest's numbered ones: another pytest session on the machine may
     prune those while Slurm jobs still write here."""
-    wd = copy_workflow(Path(tempfile.mkdtemp(prefix="kanscale-slurm-wf-")), extra=("kan", "tests/slurm"))
+    wd = copy_workflow(Path(tempfile.mkdtemp(prefix="kanscale-slurm-wf-")), extra=("kan", "tests/slurm", "examples"))
     yield wd
     if os.environ.get("KANSCALE_KEEP_SLURM_WORKDIR") != "1":
         shutil.rmtree(wd, ignore_errors=True)

@@ -18,6 +18,7 @@ keeps that copy (records, logs, snakemake-*.log with every sbatch line) for insp
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -58,9 +59,12 @@ def point_id(nodes: int, gpus: int, study: str = STUDY) -> str:
 def study_config(study: str) -> dict:
     """The study's validated config (tests/slurm/*.yaml, layered as snakemake layers them)."""
     cfg: dict = {}
-    for name in CONFIGS[study]:
-        plan._merge(cfg, plan.read_yaml(REPO / "tests" / "slurm" / name))
-    return plan.validate_config(cfg)
+    files = [(REPO / "tests" / "slurm" / name, plan.read_yaml(REPO / "tests" / "slurm" / name)) for name in CONFIGS[study]]
+    for _, raw in files:
+        plan._merge(cfg, copy.deepcopy(raw))
+    # a factory's relative path: from its config file to the working folder (the checkout's root
+    # here, the work folder's for snakemake: the same string, so the same point ids)
+    return plan.validate_config(cfg, files=files)
 
 
 def _points(study: str) -> list:
@@ -319,12 +323,13 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     packs only the rest."""
     study = "slurmpack"
     points = _points(study)
-    assert len(points) == 12
+    ready = [p for p in points if p.experiment == "readiness"]
+    assert len(points) - len(ready) == 12 and len(ready) == 3
     # the second point of the first 2-node pack fails (an invalid trainer flag)
     packs = plan.packs.form_packs(study, {p.id: p for p in points}, [p.id for p in points],
                                   plan.point_runtimes(study_config(study), {p.id: p for p in points}),
                                   plan.launch_settings(study_config(study)), study_config(study)["resources"]["pack"])
-    assert len(packs) == 4 and all(len(pk["points"]) == 3 for pk in packs.values())
+    assert len(packs) == 5 and all(len(pk["points"]) == 3 for pk in packs.values())
     two_node = [pk for pk in packs.values() if pk["geometry"]["nodes"] == 2][0]["points"]
     broken = two_node[1]
     env = {"KANSCALE_FAULT": "bad-flag", "KANSCALE_FAULT_POINTS": broken}
@@ -338,17 +343,20 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
         with open(first_log, "w") as log_f:
             sm = subprocess.Popen(cmd, cwd=workdir, stdout=log_f, stderr=subprocess.STDOUT, env={**os.environ, **env})
             end = time.monotonic() + 240
-            # mid-pack: a 1-node allocation has recorded a point; the 2-node ones pend
-            while time.monotonic() < end and not (list(records.glob("*.json")) and _pack_jobs()):
+            # mid-pack: every pack submitted (the plugin submits them one by one), a 1-node allocation
+            # has recorded a point, the 2-node ones pend
+            while time.monotonic() < end and not (list(records.glob("*.json")) and _pack_jobs() and
+                                                  first_log.read_text().count("submitted with SLURM jobid") >= len(packs)):
                 time.sleep(0.5)
             sm.kill()  # kill -9: the allocations it submitted keep running or pending
             sm.wait()
         assert _pack_jobs(), "no packed allocation was live when snakemake was killed"
         first = first_log.read_text()
         submitted = sbatch_calls(first)
-        assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
+        assert 1 <= len(submitted) <= 5 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
         for args in submitted.values():  # one point's shape, the points' time limits summed
-            assert "--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args), args
+            assert (("--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args))
+                    or ("--ntasks-per-node=2" in args and "--nodes=1" in args)), args  # the readiness pack
             assert "-t" in args and int(args[args.index("-t") + 1]) == 3 * RUNTIME_PACK_MIN, args
         subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
         rerun_log = workdir / "snakemake-pack-rerun.log"
@@ -382,8 +390,8 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     rc, log, _ = snakemake(workdir, study, extra_env=env)  # collects, submits what is missing
     assert rc == 0, log[-5000:]
     total = len(submitted) + len(again) + len(sbatch_calls(log))
-    # 2 x ceil(6 / 3) packs, and one more for what the scancel left missing
-    assert total <= 2 * -(-6 // 3) + 1, (total, list(again), list(sbatch_calls(log)))
+    # 2 x ceil(6 / 3) packs, the readiness pack, and one more for what the scancel left missing
+    assert total <= 2 * -(-6 // 3) + 1 + 1, (total, list(again), list(sbatch_calls(log)))
     by_job: dict = {}
     for p in points:
         rec = load_record(workdir, p.id, study)
@@ -393,6 +401,8 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
             # at most the one point the scancel stopped has an attempt before, cancelled and unrecorded
             assert len(outcomes) <= 2 and all(o["status"] == "cancelled" and "packed allocation" in o["reason"]
                                               for o in outcomes[:-1]), outcomes
+        elif p.id == broken:  # failed: the next run may try it again (rerun_failed), and it fails again
+            assert 1 <= len(outcomes) <= 2 and all(o["status"] == "failed" for o in outcomes), outcomes
         else:
             assert len(outcomes) == 1, outcomes  # measured exactly once
         if p.id in recorded_before:  # recorded before the scancel, kept
@@ -404,7 +414,7 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
         by_job.setdefault(facts["job_id"], []).append((facts["pack_index"], rec))
         assert rec["status"] == ("failed" if p.id == broken else "ok"), (p.id, rec.get("reason"))
         if rec["status"] == "ok":  # one node: forked by the allocation's warm server; two: fresh (srun)
-            assert rec["launch"]["started"] == (["warm"] if p.placement.nodes == 1 else ["exec"]), rec["launch"]
+            assert set(rec["launch"]["started"]) == ({"warm"} if p.placement.nodes == 1 else {"exec"}), rec["launch"]
     assert "grid" in load_record(workdir, broken, study)["reason"], load_record(workdir, broken, study)["reason"]
     for job, recs in by_job.items():  # in series: each point starts after the one before it ended
         recs.sort(key=lambda r: r[0])
@@ -417,4 +427,13 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     assert load_record(workdir, after, study)["status"] == "ok"
     # the report's Method keeps queue wait apart from run time, counted once a job
     html = (workdir / "reports" / study / "report.html").read_text()
-    assert f"{len(by_job)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
+    measuring = {job for job, recs in by_job.items() if any(r["point"]["experiment"] != "readiness" for _, r in recs)}
+    assert f"{len(measuring)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
+    # your own KAN and inkan beside kanscale's, through Slurm, each with its DDP-readiness verdict
+    verdicts = json.loads((workdir / "results" / study / "ddp_readiness.json").read_text())
+    assert set(verdicts) == {"kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build"}
+    assert all(c["pass"] is True for checks in verdicts.values() for c in checks), verdicts
+    section = html[html.index('<section id="readiness">'):].split("</section>")[0]
+    assert section.count('<span class="badge pass">ready</span>') == 3, section[:2000]
+    comm = html[html.index('<section id="comm">'):].split("</section>")[0]
+    assert all(f"{name} [2,16,1]" in comm for name in verdicts), comm[:2000]

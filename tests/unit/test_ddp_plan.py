@@ -67,3 +67,35 @@ def test_the_baseline_is_measured_even_when_the_lists_leave_it_out():
     cfg["experiments"]["ddp"].update(comm_hook=["fp16"], bucket_cap_mb=[1], static_graph=[True])
     labels = [p.train.ddp_label for p in points(cfg).values()]
     assert sorted(labels) == ["fp16 bucket-1 static", "none"]
+
+
+@pytest.mark.parametrize("key,value,where,words", [
+    ("comm_hook", ["none", "bf16"], "experiments.ddp.comm_hook[1]", "bf16 needs NCCL"),
+    ("nccl_algo", ["", "Ring"], "experiments.ddp.nccl_algo[1]", "'Ring' is NCCL's algorithm"),
+])
+def test_a_setting_only_nccl_runs_is_refused_at_plan_time_in_a_cpu_study(key, value, where, words):
+    cfg = copy.deepcopy(CFG)
+    cfg["experiments"]["ddp"][key] = value
+    with pytest.raises(plan.ConfigError) as e:
+        plan.validate_config(copy.deepcopy(cfg), source="s.yaml")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"s.yaml: {where}: ") and words in msg and "device cpu" in msg, msg
+    cfg["device"] = "auto"  # may find GPUs: the point decides when it runs
+    assert points(cfg)
+
+
+@pytest.mark.parametrize("patch,where,words", [
+    ({"ddp": {"topology": {"nodes": 1, "gpus_per_node": 1}}}, "experiments.ddp.topology", "one rank sends none"),
+    ({"ddp": {"comm_hook": ["none"], "bucket_cap_mb": [25], "static_graph": [False]}}, "experiments.ddp",
+     "nothing to compare with them"),
+    ({"allreduce": {"enabled": True, "topologies": [{"nodes": 1, "gpus_per_node": 2}, {"nodes": 1, "gpus_per_node": 1}]}},
+     "experiments.allreduce.topologies[1]", "an all-reduce of one rank moves nothing"),
+])
+def test_a_comparison_that_cannot_measure_what_it_compares_is_refused_at_plan_time(patch, where, words):
+    cfg = copy.deepcopy(CFG)
+    for name, over in patch.items():
+        cfg["experiments"][name] = {**cfg["experiments"][name], **over}
+    with pytest.raises(plan.ConfigError) as e:
+        plan.validate_config(cfg, source="s.yaml")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"s.yaml: {where}: ") and words in msg, msg

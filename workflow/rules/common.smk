@@ -12,6 +12,8 @@ from launch import claims, geometry
 from launch import slurm as slurm_jobs
 
 _CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
+# a job's own snakemake (remote_exec: a Slurm job step) trusts the factories the submitting run checked
+plan.factories.check_builds(not workflow.remote_exec)
 try:
     # read strictly: what Snakemake's loader lets through (duplicate keys)
     _RAW_CONFIGS = [(_f, plan.read_yaml(_f)) for _f in workflow.configfiles]

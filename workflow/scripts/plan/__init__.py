@@ -16,7 +16,7 @@ fields of a point are defined once, in kan/config.py; this package only maps con
 them. Below: what callers use. The modules import each other directly, never this file.
 """
 
-from . import packs
+from . import factories, packs
 from .config import _merge, config_warnings, load_config, read_yaml, validate_config
 from .fields import CONFIG_FIELDS, launch_settings, limits, lr_candidates
 from .points import DDP_DEFAULTS, build_points, initial_points, points_digest, points_json, repeat_plan
@@ -24,7 +24,7 @@ from .runtimes import ESTIMATE_RULE, point_runtimes
 from .schema import ConfigError, load_schema
 from .state import ANALYSIS_RULES, record_state, retry_token
 
-__all__ = ["ANALYSIS_RULES", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError", "build_points",
+__all__ = ["ANALYSIS_RULES", "factories", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError", "build_points",
            "config_warnings", "initial_points", "launch_settings", "limits", "load_config", "load_schema",
            "point_runtimes", "points_digest", "points_json", "read_yaml", "record_state", "repeat_plan",
            "retry_token", "validate_config"]

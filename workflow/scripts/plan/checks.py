@@ -10,7 +10,7 @@ from kan.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from .fields import study_parts
-from .points import TRAINING_EXPERIMENTS, enabled, plan_points, repeat_plan, world
+from .points import DDP_DEFAULTS, TRAINING_EXPERIMENTS, enabled, plan_points, repeat_plan, world
 
 
 def semantic_problems(cfg: dict) -> list[tuple[str, str]]:
@@ -51,6 +51,8 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
                     out.append(("experiments.strong.global_batch",
                                 f"{strong['global_batch']} is not divisible by the world size {world(topo)} of "
                                 f"topologies[{i}]; use a multiple of every world size"))
+    out.extend(_nccl_only_problems(cfg))
+    out.extend(_comparison_problems(cfg))
     t = cfg["training"]
     if t["lr_reference_batch"] is not None and t["lr_scaling"] == "none":
         out.append(("training.lr_reference_batch", f"{t['lr_reference_batch']} is the batch lr is scaled from: "
@@ -116,6 +118,45 @@ def target_problems(cfg: dict) -> list[tuple[str, str]]:
     if metric == "val_accuracy" and target.get("value") is not None and target["value"] > 1:
         out.append(("report.target.value", f"{target['value']:g} is no accuracy: a val_accuracy target is a fraction "
                                            f"in (0, 1]"))
+    return out
+
+
+def _comparison_problems(cfg: dict) -> list[tuple[str, str]]:
+    """Comparisons the config makes impossible: each of their points would run and measure nothing
+    that is compared (one rank sends nothing; DDP's defaults against themselves)."""
+    exps, out = cfg["experiments"], []
+    ddp = enabled(exps, "ddp")
+    if ddp and world(ddp["topology"]) == 1:
+        out.append(("experiments.ddp.topology", "1 x 1 is one rank: DDP's settings change how gradients travel between "
+                                                "ranks, and one rank sends none; give 2 or more ranks"))
+    if ddp and all(ddp[k] == [v] for k, v in DDP_DEFAULTS.items()):
+        out.append(("experiments.ddp", f"every list holds only DDP's defaults ({', '.join(f'{k}: {[v]}' for k, v in DDP_DEFAULTS.items())}), "
+                                       "so there is nothing to compare with them; list another setting (e.g. comm_hook: "
+                                       "[none, fp16]) or leave the experiment out"))
+    allreduce = enabled(exps, "allreduce")
+    for i, topo in enumerate((allreduce or {}).get("topologies") or []):
+        if world(topo) == 1:
+            out.append((f"experiments.allreduce.topologies[{i}]", "1 x 1 is one rank: an all-reduce of one rank moves "
+                                                                  "nothing; give 2 or more ranks"))
+    return out
+
+
+def _nccl_only_problems(cfg: dict) -> list[tuple[str, str]]:
+    """DDP settings only NCCL runs, in a study that runs on the CPU (gloo): each would be a point that
+    fails when it starts (kan/ddp_wrap.py), so say it now. device auto may find GPUs: left to run time."""
+    ddp = enabled(cfg["experiments"], "ddp")
+    if cfg["device"] != "cpu" or not ddp:
+        return []
+    out = []
+    if "bf16" in ddp["comm_hook"]:
+        out.append((f"experiments.ddp.comm_hook[{ddp['comm_hook'].index('bf16')}]",
+                    "bf16 needs NCCL (CUDA GPUs) and this study runs on device cpu, where gloo refuses the bf16 "
+                    "hook; take bf16 out (fp16 halves the bytes on gloo too) or run on GPUs (device: cuda or auto)"))
+    for i, algo in enumerate(ddp["nccl_algo"]):
+        if algo:
+            out.append((f"experiments.ddp.nccl_algo[{i}]",
+                        f"{algo!r} is NCCL's algorithm and this study runs on device cpu (gloo, no NCCL); leave "
+                        f"nccl_algo out or run on GPUs (device: cuda or auto)"))
     return out
 
 

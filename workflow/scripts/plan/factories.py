@@ -16,6 +16,14 @@ from pathlib import Path
 from kan import factory
 
 _CHECKED: dict = {}  # (impl, settings, content hash) -> error or None: one import and build a process
+# False inside a job's own snakemake (a Slurm job step re-reads the Snakefile for its one point): the
+# run that planned and submitted it checked every factory; importing torch again there costs each
+# point ~2 s. The content hash (the point's id) is still read.
+BUILD = {"enabled": True}
+
+
+def check_builds(enabled: bool) -> None:
+    BUILD["enabled"] = enabled
 
 
 def _listed(raw: dict) -> list:
@@ -51,6 +59,8 @@ def check(impl: str, settings: dict) -> tuple[str, str | None]:
         sha = factory.file_sha256(target) if is_file and Path(target).is_file() else ""
     except factory.FactoryError as e:
         return "", str(e)
+    if not BUILD["enabled"]:
+        return sha, None
     key = (impl, repr(sorted(settings.items())), sha)
     if key not in _CHECKED:
         try:
