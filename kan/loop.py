@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import ddp_wrap, metrics
+from . import anatomy, ddp_wrap, metrics
 from . import lr as lr_rule
 from .config import Point
 from .data import load_data, make_dataset, shard_indices
@@ -148,6 +148,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     loss_fn = F.cross_entropy if data.classification else F.mse_loss
     bpr = t_cfg.batch_per_rank
     startup_s = _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device)
+    # what bounds a step (fixed vs per-sample cost, operators), also before the clock and undone
+    step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, use_ddp)
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
     opt = torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda")
     eval_every = t_cfg.eval_every_samples
@@ -262,6 +264,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "flat_allreduce": metrics.summarize(flat_ar_times),
         "train_time_s": train_time,
         "startup_s": startup_s,
+        "anatomy": step_anatomy,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
         "epochs": epochs,
@@ -428,6 +431,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "curve": r0["curve"],
             "every_steps": point.train.loss_every_steps,
         },
+        "anatomy": anatomy.summarize([r["anatomy"] for r in per_rank], step, exposed),
         "replicas_identical": len({r["weights_checksum"] for r in per_rank}) == 1,
         "weights_checksum": r0["weights_checksum"],
         "ranks": [r["facts"] for r in per_rank],

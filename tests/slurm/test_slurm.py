@@ -323,13 +323,12 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     packs only the rest."""
     study = "slurmpack"
     points = _points(study)
-    ready = [p for p in points if p.experiment == "readiness"]
-    assert len(points) - len(ready) == 12 and len(ready) == 3
+    assert len(points) == 12
     # the second point of the first 2-node pack fails (an invalid trainer flag)
     packs = plan.packs.form_packs(study, {p.id: p for p in points}, [p.id for p in points],
                                   plan.point_runtimes(study_config(study), {p.id: p for p in points}),
                                   plan.launch_settings(study_config(study)), study_config(study)["resources"]["pack"])
-    assert len(packs) == 5 and all(len(pk["points"]) == 3 for pk in packs.values())
+    assert len(packs) == 4 and all(len(pk["points"]) == 3 for pk in packs.values())
     two_node = [pk for pk in packs.values() if pk["geometry"]["nodes"] == 2][0]["points"]
     broken = two_node[1]
     env = {"KANSCALE_FAULT": "bad-flag", "KANSCALE_FAULT_POINTS": broken}
@@ -353,10 +352,9 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
         assert _pack_jobs(), "no packed allocation was live when snakemake was killed"
         first = first_log.read_text()
         submitted = sbatch_calls(first)
-        assert 1 <= len(submitted) <= 5 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
+        assert 1 <= len(submitted) <= 4 and all(c.startswith("rule_kanpack-") for c in submitted), list(submitted)
         for args in submitted.values():  # one point's shape, the points' time limits summed
-            assert (("--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args))
-                    or ("--ntasks-per-node=2" in args and "--nodes=1" in args)), args  # the readiness pack
+            assert "--ntasks-per-node=1" in args and ("--nodes=1" in args or "--nodes=2" in args), args
             assert "-t" in args and int(args[args.index("-t") + 1]) == 3 * RUNTIME_PACK_MIN, args
         subprocess.run([*cmd, "--unlock"], cwd=workdir, check=True, capture_output=True, timeout=120)
         rerun_log = workdir / "snakemake-pack-rerun.log"
@@ -390,8 +388,8 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     rc, log, _ = snakemake(workdir, study, extra_env=env)  # collects, submits what is missing
     assert rc == 0, log[-5000:]
     total = len(submitted) + len(again) + len(sbatch_calls(log))
-    # 2 x ceil(6 / 3) packs, the readiness pack, and one more for what the scancel left missing
-    assert total <= 2 * -(-6 // 3) + 1 + 1, (total, list(again), list(sbatch_calls(log)))
+    # 2 x ceil(6 / 3) packs, and one more for what the scancel left missing
+    assert total <= 2 * -(-6 // 3) + 1, (total, list(again), list(sbatch_calls(log)))
     by_job: dict = {}
     for p in points:
         rec = load_record(workdir, p.id, study)
@@ -427,13 +425,9 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     assert load_record(workdir, after, study)["status"] == "ok"
     # the report's Method keeps queue wait apart from run time, counted once a job
     html = (workdir / "reports" / study / "report.html").read_text()
-    measuring = {job for job, recs in by_job.items() if any(r["point"]["experiment"] != "readiness" for _, r in recs)}
-    assert f"{len(measuring)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
-    # your own KAN and inkan beside kanscale's, through Slurm, each with its DDP-readiness verdict
-    verdicts = json.loads((workdir / "results" / study / "ddp_readiness.json").read_text())
-    assert set(verdicts) == {"kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build"}
-    assert all(c["pass"] is True for checks in verdicts.values() for c in checks), verdicts
-    section = html[html.index('<section id="readiness">'):].split("</section>")[0]
-    assert section.count('<span class="badge pass">ready</span>') == 3, section[:2000]
+    assert f"{len(by_job)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
+    # your own KAN and inkan beside kanscale's, through Slurm (their readiness: test_own_kan_study.py)
     comm = html[html.index('<section id="comm">'):].split("</section>")[0]
-    assert all(f"{name} [2,16,1]" in comm for name in verdicts), comm[:2000]
+    assert all(f"{name} [2,16,1]" in comm for name in ("kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build")), \
+        comm[:2000]
+    assert all(load_record(workdir, p.id, study)["model"]["num_params"] > 0 for p in points if p.id != broken)

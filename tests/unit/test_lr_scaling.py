@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import plan
-from kan import loop
+from kan import anatomy, loop
 from kan import lr as lr_rule
 from kan import record as records
 from kan import train
@@ -109,9 +109,11 @@ def test_the_optimiser_ramps_up_over_the_warmup(tmp_path, monkeypatch):
     # one rank of 64 against a reference of 32: linear = 0.01 x 2; 256 warm-up samples = 4 steps of 64
     assert train.main([*SMALL, "--lr-scaling=linear", "--lr-reference-batch=32", "--lr-warmup-samples=256",
                        "--out", str(out)]) == 0
-    # the start-up's throwaway steps (off the clock, undone) come first, at the full rate
-    assert seen[: loop.STARTUP_STEPS] == pytest.approx([0.02] * loop.STARTUP_STEPS)
-    seen = seen[loop.STARTUP_STEPS:]
+    # the start-up's and the step anatomy's throwaway steps (off the clock, undone) come first, at the
+    # full rate: 2 batch sizes x ANATOMY_STEPS, and one step watched for its operators
+    before = loop.STARTUP_STEPS + 2 * anatomy.ANATOMY_STEPS + 1
+    assert seen[:before] == pytest.approx([0.02] * before)
+    seen = seen[before:]
     assert len(seen) == 16
     assert seen == pytest.approx([0.005, 0.01, 0.015] + [0.02] * 13)
     opt = records.read(out)["optimizer"]

@@ -84,6 +84,7 @@ rule compute_tables:
         model_size=report_table("results/{study}/model_size.csv", "model_size"),
         ddp=report_table("results/{study}/ddp.csv", "ddp"),
         allreduce_sizes="results/{study}/allreduce_sizes.csv",
+        anatomy="results/{study}/anatomy.csv",
         fits="results/{study}/fits.json",
         provenance="results/{study}/provenance.json",
     log:
@@ -99,7 +100,7 @@ rule compute_tables:
         " --in val_curves={input.val_curves:q} --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
         " --out points={output.points:q} --out strong={output.strong:q} --out weak={output.weak:q}"
         " --out comm={output.comm:q} --out model_size={output.model_size:q} --out ddp={output.ddp:q}"
-        " --out allreduce_sizes={output.allreduce_sizes:q} --out fits={output.fits:q}"
+        " --out allreduce_sizes={output.allreduce_sizes:q} --out anatomy={output.anatomy:q} --out fits={output.fits:q}"
         " --out provenance={output.provenance:q} > {log:q} 2>&1"
 
 

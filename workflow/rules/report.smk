@@ -14,6 +14,7 @@ rule plot_figures:
         model_size=rules.compute_tables.output.model_size,
         ddp=rules.compute_tables.output.ddp,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
+        anatomy=rules.compute_tables.output.anatomy,
         loss_curves=rules.collect_measurements.output.loss_curves,
         val_curves=rules.collect_measurements.output.val_curves,
         model=rules.fit_model.output.model,
@@ -39,7 +40,7 @@ rule plot_figures:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
-        " --in allreduce_sizes={input.allreduce_sizes:q} --in loss_curves={input.loss_curves:q}"
+        " --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q} --in loss_curves={input.loss_curves:q}"
         " --in val_curves={input.val_curves:q} --in model={input.model:q} --param reference={params.reference:q}"
         " --param thresholds={params.thresholds:q} --param study={params.study:q}"
         " --param compare={params.compare:q} --out plots={output.plots:q} > {log:q} 2>&1"
@@ -83,6 +84,7 @@ rule render_report:
         model_size=rules.compute_tables.output.model_size,
         ddp=rules.compute_tables.output.ddp,
         allreduce_sizes=rules.compute_tables.output.allreduce_sizes,
+        anatomy=rules.compute_tables.output.anatomy,
         fits=rules.compute_tables.output.fits,
         model=rules.fit_model.output.model,
         provenance=rules.compute_tables.output.provenance,
@@ -117,7 +119,8 @@ rule render_report:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/render_report.py --in points={input.points:q} --in strong={input.strong:q}"
         " --in weak={input.weak:q} --in comm={input.comm:q} --in model_size={input.model_size:q}"
-        " --in ddp={input.ddp:q} --in allreduce_sizes={input.allreduce_sizes:q} --in fits={input.fits:q} --in model={input.model:q}"
+        " --in ddp={input.ddp:q} --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q}"
+        " --in fits={input.fits:q} --in model={input.model:q}"
         " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
         " --in expectations={input.expectations:q} --param config={params.config:q}"
         " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"

@@ -9,7 +9,7 @@ from scaling.report.compare import read_studies
 from scaling.report.reference import load_reference
 from scaling.report.render import render_report
 
-TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "fits", "model")
+TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "anatomy", "fits", "model")
 
 
 def main(tables: dict, figures: str, guidelines: str, provenance: str, config: dict, reference: str | None,

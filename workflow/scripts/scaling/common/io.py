@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes")
+TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "anatomy")
 JSON_TABLES = ("fits", "model")
 
 

@@ -25,6 +25,7 @@ from ..tables import heldout, queue
 from ..tables import readiness as ready
 from ..tables.target import rule_text
 from . import operator
+from .anatomy_section import anatomy_context
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .plots_accuracy import PREFIX
 from .reference import PAPER_BASELINE
@@ -90,6 +91,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "heldout": heldout_context(config, tables),
         "accuracy": accuracy_context(config, tables, manifest, figures_dir, tuning, critical),
         "readiness": readiness_context(readiness),
+        "anatomy": anatomy_context(tables.get("anatomy"), manifest, figures_dir),
         "baseline_note": PAPER_BASELINE,
         "reference_notes": reference_notes(tables, reference),
         "reference_used": bool(reference),

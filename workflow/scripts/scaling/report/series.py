@@ -20,7 +20,8 @@ TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Str
           "allreduce_time": "All-reduce: time", "model_size_memory": "Model size: peak memory",
           "model_size_throughput": "Model size: throughput per rank",
           "ddp_time_to_target": "DDP settings: time to target loss", "ddp_loss_curves": "DDP settings: training loss vs time",
-          "heldout_curves": "Time to accuracy: held-out metric vs training time"}
+          "heldout_curves": "Time to accuracy: held-out metric vs training time",
+          "anatomy": "What bounds a step"}
 
 
 def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:

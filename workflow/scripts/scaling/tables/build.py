@@ -12,6 +12,7 @@ from ..common.settings import Settings
 from . import fits as law_fits
 from . import heldout
 from .aggregate import points_status
+from .anatomy import anatomy_table
 from .ddp import ddp_table
 from .experiments import allreduce_table, comm_table, model_size_table, strong_table, weak_table
 from .target import per_repeat
@@ -20,7 +21,7 @@ from .target import per_repeat
 def compute_tables(measurements: pd.DataFrame, settings: Settings, loss_curves: pd.DataFrame | None = None,
                    allreduce: pd.DataFrame | None = None, val_curves: pd.DataFrame | None = None) -> dict:
     """All tables from the tidy measurements: {'points', 'strong', 'weak', 'comm', 'model_size', 'ddp',
-    'allreduce_sizes'} DataFrames and 'fits' (a dict). `settings`: the target loss, the bootstrap size
+    'allreduce_sizes', 'anatomy'} DataFrames and 'fits' (a dict). `settings`: the target loss, the bootstrap size
     and the deciding intervals' level."""
     level = settings.decision_level
     df = per_repeat(clean(measurements), clean_curves(loss_curves), settings)
@@ -32,6 +33,7 @@ def compute_tables(measurements: pd.DataFrame, settings: Settings, loss_curves: 
         "model_size": model_size_table(df),
         "ddp": ddp_table(df, level),
         "allreduce_sizes": allreduce_table(clean_allreduce(allreduce)),
+        "anatomy": anatomy_table(df),
     }
     if settings.target is not None:
         held = heldout.per_repeat(df, heldout.clean_val_curves(val_curves), settings.target)

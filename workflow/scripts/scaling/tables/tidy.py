@@ -40,6 +40,8 @@ COLUMNS = [
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
     "queue_wait_s", "slurm_submit_unix", "pack", "pack_index", "alloc_offset_s",
+    # what bounds the step (kan/anatomy.py): fixed and per-sample cost, operators, the largest part
+    "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct", "bound",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
@@ -190,6 +192,9 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "slurm_submit_unix": _get(rec, "launch", "slurm", "submit_unix"),
         "pack": _get(rec, "launch", "slurm", "pack"), "pack_index": _get(rec, "launch", "slurm", "pack_index"),
         "alloc_offset_s": _get(rec, "launch", "slurm", "offset_s"),
+        "fixed_step_ms": _get(rec, "anatomy", "fixed_step_ms"), "per_sample_us": _get(rec, "anatomy", "per_sample_us"),
+        "ops_per_step": _get(rec, "anatomy", "ops_per_step"), "gpu_busy_pct": _get(rec, "anatomy", "gpu_busy_pct"),
+        "bound": _get(rec, "anatomy", "bound"),
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
         "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
         "finished_utc": rec.get("finished_utc"),

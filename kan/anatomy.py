@@ -1,0 +1,158 @@
+"""What bounds a step: its fixed cost, its cost per sample, the operators it dispatches, and which of
+dispatch, compute and communication is the largest part (issue 31).
+
+A step's compute time is close to linear in the per-rank batch b: t(b) = fixed + per_sample * b. The
+fixed part is what a step costs however few samples it has (operator dispatch, kernel launches,
+Python, the optimizer's per-tensor work); the per-sample part is the arithmetic. Timing compute-only
+steps (DDP's no_sync: no all-reduce) at two batches, b and b/4, interleaved so that drift falls on
+both alike, gives both from two medians:
+
+    per_sample = (t(b) - t(b/4)) / (b - b/4),   fixed = t(b) - per_sample * b
+
+These steps run before the clock starts, on the model's real data, with a throwaway optimizer, and
+the weights, buffers and random state are put back afterwards (as kan/loop.py's start-up does), so
+no sample is trained for free. One more step at b is watched for its operators: on a CPU every aten
+operator the dispatcher runs (a Python dispatch mode, nested ones included: each costs a dispatch),
+on CUDA the kernels the profiler sees, with their busy time against the step's wall time.
+
+The bound of the measured synced step (median), from its three parts:
+    dispatch       = fixed
+    compute        = per_sample * b
+    communication  = the exposed all-reduce (synced step - no_sync step, kan/loop.py's probe)
+is the largest of them. A dispatch-bound step does not get shorter with more ranks at a fixed global
+batch (a smaller per-rank batch saves only per-sample time); capture it as a graph or raise the
+per-rank batch. No torch import at module level: the analysis reads PARTS, RULE and the arithmetic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+
+ANATOMY_STEPS = 5  # per batch size; at a few ms a step: well under 0.1 s a point
+PARTS = ("dispatch", "compute", "communication")
+RULE = ("bound = the largest part of the measured synced step: dispatch = the fixed per-step cost (compute-only "
+        "steps at two per-rank batches, extrapolated to a batch of zero), compute = cost per sample x per-rank "
+        "batch, communication = the exposed all-reduce (synced - no_sync step)")
+
+
+def fit_line(batches: tuple[int, int], times_s: tuple[float, float]) -> tuple[float, float]:
+    """(fixed seconds, seconds per sample) of the line through two (batch, step time) points; a
+    negative intercept (noise at a step that is nearly all per-sample work) is reported as 0."""
+    (b1, b2), (t1, t2) = batches, times_s
+    if b1 == b2:
+        raise ValueError(f"two different batches are needed, got {b1} twice")
+    per_sample = (t2 - t1) / (b2 - b1)
+    fixed = t2 - per_sample * b2
+    return max(fixed, 0.0), max(per_sample, 0.0)
+
+
+def bound(parts_ms: dict[str, float | None]) -> str | None:
+    """The largest of dispatch, compute and communication (None where no part is known)."""
+    known = {k: v for k, v in parts_ms.items() if v is not None}
+    return max(known, key=known.get) if known else None
+
+
+def count_ops_mode():
+    """A dispatch mode counting every aten operator run under it (`.count`)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class CountOps(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.count += 1
+            return func(*args, **(kwargs or {}))
+
+    return CountOps()
+
+
+def _step(net, opt, loss_fn, xb, yb, ddp: bool) -> None:
+    opt.zero_grad(set_to_none=True)
+    with net.no_sync() if ddp else contextlib.nullcontext():
+        loss_fn(net(xb), yb).backward()
+    opt.step()
+
+
+def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
+    """The operators (CPU) or kernels (CUDA) of one compute-only step."""
+    import torch
+
+    from .distributed import sync
+
+    if device.type == "cuda":
+        from torch.profiler import ProfilerActivity, profile
+
+        sync(device)
+        t0 = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            _step(net, opt, loss_fn, xb, yb, ddp)
+            sync(device)
+        wall = time.perf_counter() - t0
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy = sum(e.device_time for e in kernels) / 1e6  # microseconds
+        return {"ops_per_step": len(kernels), "ops_kind": "CUDA kernels",
+                "gpu_busy_pct": 100.0 * busy / wall if wall > 0 else None}
+    counter = count_ops_mode()
+    with counter:
+        _step(net, opt, loss_fn, xb, yb, ddp)
+    return {"ops_per_step": counter.count, "ops_kind": "aten operators dispatched (nested included)",
+            "gpu_busy_pct": None}
+
+
+def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, ddp: bool,
+            steps: int = ANATOMY_STEPS) -> dict | None:
+    """This rank's raw anatomy: compute-only step medians at b/4 and b, and one step's operators;
+    the model is put back as it was. None for a batch of 1 (no second batch to extrapolate from).
+    Every rank calls it (DDP's forward may broadcast buffers: the same number of forwards everywhere)."""
+    import torch
+
+    from .distributed import sync
+
+    small = batch // 4 or batch // 2
+    if batch < 2 or small < 1 or len(x_all) < batch:
+        return None
+    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    times: dict[int, list[float]] = {small: [], batch: []}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        opt = torch.optim.Adam(net.parameters(), lr=lr, fused=device.type == "cuda")
+        for _ in range(steps):
+            for b in (small, batch):  # interleaved: a drift of the machine falls on both alike
+                sync(device)
+                t0 = time.perf_counter()
+                _step(net, opt, loss_fn, x_all[:b], y_all[:b], ddp)
+                sync(device)
+                times[b].append(time.perf_counter() - t0)
+        ops = _ops(net, opt, loss_fn, x_all[:batch], y_all[:batch], ddp, device)
+    with torch.no_grad():
+        model.load_state_dict(saved)
+    for p in model.parameters():
+        p.grad = None
+    sync(device)
+    return {"batches": [small, batch], "step_s": [statistics.median(times[small]), statistics.median(times[batch])],
+            **ops}
+
+
+def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None) -> dict | None:
+    """The record's `anatomy` from every rank's raw measurement (the slowest rank's compute line sets
+    the pace, as its steps do) and the measured synced step."""
+    mine = [r for r in raw if r]
+    if not mine:
+        return None
+    slowest = max(mine, key=lambda r: r["step_s"][1])
+    fixed, per_sample = fit_line(tuple(slowest["batches"]), tuple(slowest["step_s"]))
+    b = slowest["batches"][1]
+    parts = {"dispatch": 1e3 * fixed, "compute": 1e3 * per_sample * b,
+             "communication": 1e3 * max(exposed_s, 0.0) if exposed_s is not None else None}
+    return {
+        "fixed_step_ms": 1e3 * fixed, "per_sample_us": 1e6 * per_sample,
+        "batches": slowest["batches"], "compute_step_ms": [1e3 * t for t in slowest["step_s"]],
+        "ops_per_step": slowest["ops_per_step"], "ops_kind": slowest["ops_kind"],
+        "gpu_busy_pct": slowest["gpu_busy_pct"],
+        "step_ms": 1e3 * step_s, "parts_ms": parts,
+        "fixed_share_pct": 100.0 * parts["dispatch"] / (1e3 * step_s) if step_s > 0 else None,
+        "bound": bound(parts), "rule": RULE, "steps_per_batch": ANATOMY_STEPS,
+    }

@@ -1,0 +1,48 @@
+"""The report's "What bounds a step" section: the anatomy table (scaling/tables/anatomy.py) as cells,
+its figures, and per implementation what follows in words (no section without anatomies)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kan.anatomy import RULE
+
+from .plots_anatomy import PREFIX
+from .sections import figure_entries
+
+HEADERS = ["experiment", "model", "world size", "per-rank batch", "step (ms)", "dispatch (ms)", "compute (ms)",
+           "exposed comm (ms)", "unexplained (ms)", "dispatch share", "operators / step", "GPU busy", "bound"]
+ADVICE = {
+    "dispatch": "a dispatch-bound step does not get shorter with more ranks at a fixed global batch (a smaller "
+                "per-rank batch saves only per-sample time): raise the per-rank batch, or on GPUs capture the "
+                "step as a graph, before adding ranks",
+    "compute": "the arithmetic bounds the step: more ranks at a fixed global batch shorten it, as long as the "
+               "exposed all-reduce stays smaller than the compute they save",
+    "communication": "the exposed all-reduce bounds the step: more ranks add communication and save little; "
+                     "fewer, fuller ranks, larger buckets or overlapping the all-reduce with backward pay more",
+}
+
+
+def _ms(v) -> str:
+    return "" if v is None or pd.isna(v) else f"{float(v):.3f}"
+
+
+def _pct(v) -> str:
+    return "" if v is None or pd.isna(v) else f"{float(v):.0f}%"
+
+
+def anatomy_context(table: pd.DataFrame | None, manifest: dict, figures_dir) -> dict | None:
+    if table is None or table.empty:
+        return None
+    rows = [[r["experiment"], r["model"], int(r["world_size"]), int(r["batch_per_rank"]), _ms(r["step_ms"]),
+             _ms(r["dispatch_ms"]), _ms(r["compute_ms"]), _ms(r["communication_ms"]), _ms(r["other_ms"]),
+             _pct(r["dispatch_share_pct"]), "" if pd.isna(r["ops_per_step"]) else f"{float(r['ops_per_step']):.0f}",
+             _pct(r["gpu_busy_pct"]), r["bound"]] for _, r in table.iterrows()]
+    words = []
+    for (exp, model), g in table.groupby(["experiment", "model"], sort=True):
+        g = g.sort_values("world_size")
+        by = ", ".join(f"p = {int(w)}: {b}" for w, b in zip(g["world_size"], g["bound"]))
+        last = g.iloc[-1]["bound"]
+        words.append(f"{model}, {exp} ({by}): {ADVICE[last]}.")
+    return {"headers": HEADERS, "rows": rows, "words": words, "rule": RULE,
+            "figures": figure_entries(manifest, figures_dir, [n for n in manifest if n.startswith(PREFIX) or n == "anatomy"])}

@@ -1,0 +1,53 @@
+"""What bounds a step, per implementation, experiment and world size (kan/anatomy.py's record field,
+averaged over a configuration's ok repeats): the measured synced step split into its fixed dispatch
+cost, its per-sample compute (cost per sample x per-rank batch) and its exposed communication, the
+operators it dispatches, and the bound (the largest part). The parts are measured apart, so they
+need not add up to the step exactly; `other_ms` is what they leave."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kan.anatomy import PARTS, RULE
+
+from .aggregate import GROUP
+
+COLUMNS = ["experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class", "batch_per_rank", "n",
+           "step_ms", "dispatch_ms", "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct",
+           "ops_per_step", "gpu_busy_pct", "bound"]
+EXPERIMENTS = ("strong", "weak", "comm", "model_size")
+
+
+def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration of the scaling experiments (DDP points) with an anatomy."""
+    need = {"fixed_step_ms", "per_sample_us", "step_time_s", "batch_per_rank"}
+    if df.empty or not need <= set(df.columns):
+        return pd.DataFrame(columns=COLUMNS)
+    ok = df[(df["status"] == "ok") & df["experiment"].isin(EXPERIMENTS) & df["fixed_step_ms"].notna()
+            & df["ddp"].astype(bool)].copy()
+    if ok.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    ok["step_ms"] = 1e3 * ok["step_time_s"]
+    ok["dispatch_ms"] = ok["fixed_step_ms"]
+    ok["compute_ms"] = ok["per_sample_us"] * ok["batch_per_rank"] / 1e3
+    # one rank all-reduces nothing: no communication part (its probe difference is noise)
+    exposed = 1e3 * ok["exposed_comm_s"].clip(lower=0) if "exposed_comm_s" in ok else 0.0
+    ok["communication_ms"] = exposed.where(ok["world_size"] > 1, 0.0).fillna(0.0)
+    rows = []
+    for key, g in ok.groupby(GROUP, dropna=False, sort=True):
+        row = dict(zip(GROUP, key))
+        means = {c: float(g[c].mean()) for c in ("step_ms", "dispatch_ms", "compute_ms", "communication_ms")}
+        parts = {p: means[f"{p}_ms"] for p in PARTS}
+        rows.append({**row, "world_size": int(g["world_size"].iloc[0]), "placement_class": g["placement_class"].iloc[0],
+                     "batch_per_rank": int(g["batch_per_rank"].iloc[0]), "n": len(g), **means,
+                     "other_ms": means["step_ms"] - sum(parts.values()),
+                     "dispatch_share_pct": 100.0 * means["dispatch_ms"] / means["step_ms"] if means["step_ms"] else None,
+                     "ops_per_step": float(g["ops_per_step"].mean()) if "ops_per_step" in g else None,
+                     "gpu_busy_pct": float(g["gpu_busy_pct"].mean()) if "gpu_busy_pct" in g and g["gpu_busy_pct"].notna().any() else None,
+                     "bound": max(parts, key=parts.get)})
+    out = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    return out.sort_values(["experiment", "model", "world_size", "nodes"]).reset_index(drop=True)
+
+
+def rule_text() -> str:
+    return RULE
