@@ -128,3 +128,24 @@ def test_the_section_says_what_follows_for_each_implementation():
     assert ctx["words"] == [f"kan, strong (p = 1: dispatch, p = 2: dispatch): {ctx['words'][0].split('): ', 1)[1]}"]
     assert "does not get shorter with more ranks" in ctx["words"][0]
     assert anatomy_context(None, {}, None) is None
+
+
+def test_the_step_bound_guideline_is_advice_only_when_the_repeats_agree():
+    from scaling.decide.rules import Decide
+    from scaling.decide.stepbound import step_bound
+    from scaling.tables.anatomy import anatomy_table
+
+    def rows(fixed_ms):  # 1 rank, 128 a rank, 1 us a sample: 0.128 ms compute
+        return [{"experiment": "strong", "model": "kan", "world_size": 1, "gpus_per_node": 1, "batch_per_rank": 128,
+                 "rep": i, "step_time_s": (f + 0.128) / 1e3, "fixed_step_ms": f, "per_sample_us": 1.0,
+                 "exposed_comm_s": 0.0} for i, f in enumerate(fixed_ms)]
+
+    (g,) = step_bound(anatomy_table(_measurements(rows([2.0, 2.1]))), Decide(2, 0.95))
+    assert g["status"] == "advice" and g["numbers"]["bound"] == "dispatch" and g["id"] == "step-bound-kan"
+    assert "cannot make it shorter than its fixed 2.050 ms" in g["text"], g["text"]
+    # one repeat's fixed cost is below its compute: the repeats disagree, nothing follows yet
+    (g,) = step_bound(anatomy_table(_measurements(rows([2.0, 0.05, 2.2]))), Decide(2, 0.95))
+    assert g["status"] == "inconclusive" and "2 of 3" in g["text"] and g["settle_points"][0]["key"]["model"] == "kan"
+    (g,) = step_bound(anatomy_table(_measurements(rows([2.0]))), Decide(2, 0.95))  # one repeat of the two needed
+    assert g["status"] == "inconclusive" and g["settle"] == "run 1 more repeat(s) of 1x1"
+    assert step_bound(None, Decide(2, 0.95)) == [] and step_bound(anatomy_table(_measurements([])), Decide(2, 0.95)) == []

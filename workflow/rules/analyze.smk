@@ -130,6 +130,7 @@ rule compute_guidelines:
         comm=rules.compute_tables.output.comm,
         model_size=rules.compute_tables.output.model_size,
         ddp=rules.compute_tables.output.ddp,
+        anatomy=rules.compute_tables.output.anatomy,
         model=rules.fit_model.output.model,
     output:
         guidelines="results/{study}/guidelines.json",
@@ -143,4 +144,5 @@ rule compute_guidelines:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
-        " --in model={input.model:q} --param thresholds={params.thresholds:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"
+        " --in anatomy={input.anatomy:q} --in model={input.model:q} --param thresholds={params.thresholds:q}"
+        " --out guidelines={output.guidelines:q} > {log:q} 2>&1"

@@ -19,5 +19,6 @@ def main(tables: dict, model: str, thresholds: dict, out: str) -> None:
 
 if __name__ == "__main__":
     inp, params, out = step_args(__doc__)
-    main({k: inp[k] for k in ("strong", "weak", "comm", "model_size", "ddp")}, inp["model"], params["thresholds"],
+    main({k: inp[k] for k in ("strong", "weak", "comm", "model_size", "ddp", "anatomy") if k in inp}, inp["model"],
+         params["thresholds"],
          out["guidelines"])

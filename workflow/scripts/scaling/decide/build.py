@@ -12,6 +12,7 @@ from .deploy import recommendation
 from .efficiency import per_rank_batch, strong_efficiency
 from .memory import memory
 from .rules import Decide
+from .stepbound import step_bound
 
 
 def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None) -> list[dict]:
@@ -41,6 +42,7 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
         t["ddp"] = t["ddp"].fillna(True).astype(bool)
     out = []
     out += strong_efficiency(strong, eff, d)
+    out += step_bound(tables.get("anatomy"), d)
     out += inter_node(comm, settings.inter_node_penalty_pct, d)
     for name, t in (("strong", strong), ("weak", weak), ("comm", comm)):
         out += comm_share(t, name, settings.comm_share_pct, d)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import PARTS, RULE
+from kan.anatomy import PARTS
 
 from .aggregate import GROUP
 
-COLUMNS = ["experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class", "batch_per_rank", "n",
-           "step_ms", "dispatch_ms", "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct",
-           "ops_per_step", "gpu_busy_pct", "bound"]
+# GROUP (a configuration's key: the adaptive looks add repeats by it), then the parts; n_agree = the
+# repeats whose own parts give the same bound as the means
+COLUMNS = [*GROUP, "world_size", "placement_class", "batch_per_rank", "n", "n_agree", "step_ms", "dispatch_ms",
+           "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct", "ops_per_step", "gpu_busy_pct", "bound"]
 EXPERIMENTS = ("strong", "weak", "comm", "model_size")
 
 
@@ -38,16 +39,14 @@ def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip(GROUP, key))
         means = {c: float(g[c].mean()) for c in ("step_ms", "dispatch_ms", "compute_ms", "communication_ms")}
         parts = {p: means[f"{p}_ms"] for p in PARTS}
+        bound = max(parts, key=parts.get)
+        agree = sum(max(PARTS, key=lambda p, r=r: r[f"{p}_ms"]) == bound for _, r in g.iterrows())
         rows.append({**row, "world_size": int(g["world_size"].iloc[0]), "placement_class": g["placement_class"].iloc[0],
-                     "batch_per_rank": int(g["batch_per_rank"].iloc[0]), "n": len(g), **means,
+                     "batch_per_rank": int(g["batch_per_rank"].iloc[0]), "n": len(g), "n_agree": int(agree), **means,
                      "other_ms": means["step_ms"] - sum(parts.values()),
                      "dispatch_share_pct": 100.0 * means["dispatch_ms"] / means["step_ms"] if means["step_ms"] else None,
                      "ops_per_step": float(g["ops_per_step"].mean()) if "ops_per_step" in g else None,
                      "gpu_busy_pct": float(g["gpu_busy_pct"].mean()) if "gpu_busy_pct" in g and g["gpu_busy_pct"].notna().any() else None,
-                     "bound": max(parts, key=parts.get)})
+                     "bound": bound})
     out = pd.DataFrame(rows).reindex(columns=COLUMNS)
     return out.sort_values(["experiment", "model", "world_size", "nodes"]).reset_index(drop=True)
-
-
-def rule_text() -> str:
-    return RULE

@@ -1,0 +1,55 @@
+"""What bounds a step, as a guideline per implementation (the anatomy table, scaling/tables/anatomy.py):
+at the smallest world size of the strong experiment (its DDP baseline: what one rank's step is made
+of), is the step dispatch-, compute- or communication-bound, and what follows for adding ranks.
+Advice only when every ok repeat gives the same bound and there are at least report.min_repeats of
+them; a study whose records carry no anatomy (older records) gets no such guideline."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kan.anatomy import RULE
+
+from .rules import Decide, guideline, key_of, rests_on, topo
+
+FOLLOWS = {
+    "dispatch": "more ranks at this global batch cannot make it shorter than its fixed {fixed:.3f} ms; raise the "
+                "per-rank batch, or capture the step as a graph on GPUs, before adding ranks",
+    "compute": "more ranks at this global batch shorten it, down to its fixed {fixed:.3f} ms, while the exposed "
+               "all-reduce they add stays below the compute they save",
+    "communication": "more ranks add communication and save little compute; fewer, fuller ranks pay more",
+}
+
+
+def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
+    if anatomy is None or anatomy.empty:
+        return []
+    t = anatomy[anatomy["experiment"] == "strong"]
+    t = t if len(t) else anatomy[anatomy["experiment"] == anatomy["experiment"].iloc[0]]
+    rule = (f"{RULE}; at the smallest measured world size of the {t['experiment'].iloc[0]} experiment; advice when "
+            f"every ok repeat gives that bound and there are >= {d.min_repeats}")
+    out = []
+    for model, g in t.groupby("model", sort=True):
+        g = g.sort_values(["world_size", "nodes"])
+        r = g.iloc[0]
+        gid = f"step-bound-{model}"
+        step, fixed, compute, comm = (float(r[c]) for c in ("step_ms", "dispatch_ms", "compute_ms", "communication_ms"))
+        nums = {"world_size": int(r["world_size"]), "batch_per_rank": int(r["batch_per_rank"]), "step_ms": round(step, 4),
+                "dispatch_ms": round(fixed, 4), "compute_ms": round(compute, 4), "communication_ms": round(comm, 4),
+                "ops_per_step": None if pd.isna(r["ops_per_step"]) else round(float(r["ops_per_step"])),
+                "bound": r["bound"], "n": int(r["n"]), "n_agree": int(r["n_agree"]),
+                "bound_by_world_size": {str(int(w)): b for w, b in zip(g["world_size"], g["bound"])}}
+        where = f"{topo(r)} ({int(r['batch_per_rank'])} samples a rank)"
+        head = (f"{model}: a step at {where} is {r['bound']}-bound: {fixed:.3f} ms fixed cost, {compute:.3f} ms "
+                f"per-sample compute, {comm:.3f} ms exposed all-reduce of {step:.3f} ms measured")
+        if int(r["n_agree"]) < int(r["n"]) or int(r["n"]) < d.min_repeats:
+            more = max(d.min_repeats - int(r["n"]), 1)
+            out.append(rests_on(guideline(gid, "strong", "inconclusive",
+                                          f"{head}; its repeats do not agree on the bound ({int(r['n_agree'])} of "
+                                          f"{int(r['n'])}), so nothing follows yet.", rule, nums,
+                                          f"run {more} more repeat(s) of {topo(r)}", [(topo(r), more, key_of(r))]),
+                                [(topo(r), r["n"])]))
+            continue
+        text = f"{head} → {FOLLOWS[r['bound']].format(fixed=fixed)}."
+        out.append(rests_on(guideline(gid, "strong", "advice", text, rule, nums), [(topo(r), r["n"])]))
+    return out
