@@ -1,4 +1,4 @@
-"""Is a model ready for DDP? Four checks on the real process group of a short two-rank point
+"""Is a model ready for DDP? Four checks on the real process group of a short multi-rank point
 (experiment `readiness`, one per implementation), each {check, pass, detail, fix}:
 
   unused_parameters   parameters that get no gradient from a forward and backward pass: DDP's reducer

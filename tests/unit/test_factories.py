@@ -149,3 +149,19 @@ def test_the_shipped_examples_and_config_plan(root, monkeypatch):
     cfg = plan.load_config(root / "config" / "own_kan.yaml")
     impls = {p.model.impl for p in plan.build_points(cfg).values() if p.experiment != "allreduce"}
     assert impls == {"kanscale", "examples/tiny_kan.py:build", "examples/inkan_kan.py:build"}
+
+
+def test_the_readiness_point_takes_the_studys_smallest_multi_rank_placement(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text(GOOD)
+    cfg = study(["mine.py:build"])
+    ready = [p for p in plan.build_points(plan.validate_config(copy.deepcopy(cfg))).values()
+             if p.experiment == "readiness"]
+    assert [(p.placement.nodes, p.placement.gpus_per_node) for p in ready] == [(1, 2)]  # one rank only: 1 x 2
+    # nodes of one GPU each: the check asks for what the study asks for
+    cfg["experiments"]["strong"]["topologies"] += [{"nodes": 2, "gpus_per_node": 1}, {"nodes": 4, "gpus_per_node": 1}]
+    cfg["experiments"]["strong"]["global_batch"] = 64
+    ready = [p for p in plan.build_points(plan.validate_config(copy.deepcopy(cfg))).values()
+             if p.experiment == "readiness"]
+    assert [(p.placement.nodes, p.placement.gpus_per_node) for p in ready] == [(2, 1)]
+    assert ready[0].train.max_steps == 8 and ready[0].train.warmup_steps == 0 and ready[0].train.samples == 2 * 32 * 8

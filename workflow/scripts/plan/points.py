@@ -231,13 +231,19 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                     for rep in range(num_reps):
                         add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc,
                             train=train, placement=place, dataset=ds)
-    if readiness_enabled(cfg):  # one two-rank check per implementation (kan/readiness.py), no repeats
+    if readiness_enabled(cfg):  # one multi-rank check per implementation (kan/readiness.py), no repeats
         r = cfg["experiments"]["readiness"]
-        # its own drawn batches (the rate as given, or the first candidate: it trains a few steps only)
-        train = TrainConfig(**{**train_base, "samples": 2 * r["batch_per_rank"] * r["steps"], "epochs": 1,
+        # the study's smallest multi-rank placement (it fits the cluster the study asks for: nodes of
+        # one GPU get a 2 x 1 check), else one node x 2 ranks
+        multi = sorted({(t["nodes"], t["gpus_per_node"]) for _, _, t, _, _, _ in training_rows(cfg) if world(t) > 1},
+                       key=lambda nt: (nt[0] * nt[1], nt[0]))
+        nodes, per_node = multi[0] if multi else (1, 2)
+        two = Placement(**placement_base, nodes=nodes, gpus_per_node=per_node)
+        # its own drawn batches, `steps` of them on every rank (the rate as given, or the first candidate:
+        # it trains a few steps only)
+        train = TrainConfig(**{**train_base, "samples": two.world_size * r["batch_per_rank"] * r["steps"], "epochs": 1,
                                "batch_per_rank": r["batch_per_rank"], "max_steps": r["steps"], "warmup_steps": 0,
                                "lr_scaling": "none", "lr_warmup_samples": 0, "eval_every_samples": 0})
-        two = Placement(**placement_base, nodes=1, gpus_per_node=2)
         for mc in parts["models"]:  # the data's config only for its widths: nothing is read
             add(f"experiments.readiness ({mc.label})", experiment="readiness", rep=0, model=mc, train=train,
                 placement=two, data=parts["data"][0].config)
