@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
+from time import perf_counter
 
 ANATOMY_STEPS = 5  # per batch size; at a few ms a step: well under 0.1 s a point
 PARTS = ("dispatch", "compute", "communication")
@@ -87,11 +87,11 @@ def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
         from torch.profiler import ProfilerActivity, profile
 
         sync(device)
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             _step(net, opt, loss_fn, xb, yb, ddp)
             sync(device)
-        wall = time.perf_counter() - t0
+        wall = perf_counter() - t0
         kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
         busy = sum(e.device_time for e in kernels) / 1e6  # microseconds
         return {"ops_per_step": len(kernels), "ops_kind": "CUDA kernels",
@@ -112,9 +112,9 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
 
     from .distributed import sync
 
-    small = batch // 4 or batch // 2
-    if batch < 2 or small < 1 or len(x_all) < batch:
+    if batch < 2 or len(x_all) < batch:
         return None
+    small = batch // 4 or batch // 2  # 2 and 3 samples: 1
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     times: dict[int, list[float]] = {small: [], batch: []}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -122,10 +122,10 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
         for _ in range(steps):
             for b in (small, batch):  # interleaved: a drift of the machine falls on both alike
                 sync(device)
-                t0 = time.perf_counter()
+                t0 = perf_counter()
                 _step(net, opt, loss_fn, x_all[:b], y_all[:b], ddp)
                 sync(device)
-                times[b].append(time.perf_counter() - t0)
+                times[b].append(perf_counter() - t0)
         ops = _ops(net, opt, loss_fn, x_all[:batch], y_all[:batch], ddp, device)
     with torch.no_grad():
         model.load_state_dict(saved)

@@ -45,6 +45,11 @@ def is_factory(impl: str) -> bool:
     return impl not in BUILTIN
 
 
+def readiness_on(enabled: bool | None, impls: list[str]) -> bool:
+    """experiments.readiness.enabled: true, false, or null = where model.impl lists your own factory."""
+    return any(is_factory(i) for i in impls) if enabled is None else enabled
+
+
 def parse(impl: str) -> tuple[str, str, bool]:
     """(target, function, is_file) of 'pkg.mod:fn' or 'path/file.py:fn'; FactoryError otherwise."""
     m = SPEC.fullmatch(impl)

@@ -2,8 +2,6 @@
 summary from every rank, and a real measurement on a module of known fixed and per-sample cost that
 leaves the model as it found it."""
 
-import time
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -47,26 +45,28 @@ def test_the_summary_takes_the_slowest_ranks_line_and_the_measured_step():
 
 
 class KnownCost(nn.Module):
-    """A step of 6 ms whatever the batch plus 60 us a sample, in its forward."""
+    """A step of 6 ms whatever the batch plus 60 us a sample, on a clock its forward advances (the
+    method's arithmetic on known costs, no wall-clock timing in a test)."""
 
-    def __init__(self):
+    def __init__(self, clock: list[float]):
         super().__init__()
-        self.lin = nn.Linear(2, 1)
+        self.lin, self.clock = nn.Linear(2, 1), clock
 
     def forward(self, x):
-        time.sleep(0.006 + 60e-6 * len(x))
+        self.clock[0] += 0.006 + 60e-6 * len(x)
         return self.lin(x)
 
 
-def test_a_module_of_known_fixed_and_per_sample_cost_is_measured_as_such():
-    model = KnownCost()
+def test_a_module_of_known_fixed_and_per_sample_cost_is_measured_as_such(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(anatomy, "perf_counter", lambda: clock[0])
+    model = KnownCost(clock)
     x, y = torch.randn(64, 2), torch.randn(64, 1)
     raw = anatomy.measure(model, model, F.mse_loss, x, y, 64, 1e-3, torch.device("cpu"), ddp=False)
     a = anatomy.summarize([raw], step_s=raw["step_s"][1], exposed_s=None)
     assert raw["batches"] == [16, 64]
-    # sleeps are lower bounds; the machine adds to both batches alike
-    assert 5.5 <= a["fixed_step_ms"] <= 12 and 40 <= a["per_sample_us"] <= 90, a
-    assert a["bound"] == "dispatch"
+    assert a["fixed_step_ms"] == pytest.approx(6.0) and a["per_sample_us"] == pytest.approx(60.0), a
+    assert a["bound"] == "dispatch" and a["parts_ms"]["compute"] == pytest.approx(3.84)
 
 
 def test_measuring_leaves_the_model_and_random_state_as_they_were_and_counts_backward_and_adam():

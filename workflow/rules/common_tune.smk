@@ -93,7 +93,7 @@ def get_readiness_path(wildcards):
     """JSON: ddp_readiness.json for the report (null: no check planned). A full run makes it before the
     report (an input there); a partial report shows it where it exists."""
     path = f"results/{STUDY}/ddp_readiness.json"
-    if not any(p.experiment == "readiness" for p in POINTS.values()) or (PARTIAL and not Path(path).exists()):
+    if not plan.points.readiness_enabled(config) or (PARTIAL and not Path(path).exists()):
         return as_json(None)
     return as_json(path)
 

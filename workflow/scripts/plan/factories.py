@@ -53,7 +53,7 @@ def resolve_paths(cfg: dict, files: list[tuple[str | Path, dict]], cwd: Path | N
 
 def check(impl: str, settings: dict) -> tuple[str, str | None]:
     """(content hash of a file factory or "", the error or None) for one factory and the settings it
-    gets (kan.models.factory_settings)."""
+    gets (kan.factory.settings)."""
     try:
         target, _, is_file = factory.parse(impl)
         sha = factory.file_sha256(target) if is_file and Path(target).is_file() else ""

@@ -109,11 +109,6 @@ def study_parts(cfg: dict, problems: list) -> dict:
 
 def _factory_model(impl: str, kw: dict, problems: list) -> ModelConfig | None:
     """A factory's model, checked (plan/factories.py) and with its file's content hash."""
-    try:
-        factory.parse(impl)
-    except factory.FactoryError as e:
-        problems.append(("model.impl", str(e)))
-        return None
     shape = _build(ModelConfig, {**kw, "impl": "kanscale"}, problems)  # the settings' own checks, once
     if shape is None:
         return None

@@ -33,9 +33,7 @@ def enabled(exps: dict, name: str) -> dict | None:
 
 
 def readiness_enabled(cfg: dict) -> bool:
-    """experiments.readiness.enabled: true, false, or null = where model.impl lists your own factory."""
-    on = cfg["experiments"]["readiness"]["enabled"]
-    return any(factory.is_factory(i) for i in cfg["model"]["impl"]) if on is None else on
+    return factory.readiness_on(cfg["experiments"]["readiness"]["enabled"], cfg["model"]["impl"])
 
 
 def world(topo: dict) -> int:

@@ -40,8 +40,9 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
                 "bound": r["bound"], "n": int(r["n"]), "n_agree": int(r["n_agree"]),
                 "bound_by_world_size": {str(int(w)): b for w, b in zip(g["world_size"], g["bound"])}}
         where = f"{topo(r)} ({int(r['batch_per_rank'])} samples a rank)"
+        reduce = "no all-reduce (one rank)" if int(r["world_size"]) == 1 else f"{comm:.3f} ms exposed all-reduce"
         head = (f"{model}: a step at {where} is {r['bound']}-bound: {fixed:.3f} ms fixed cost, {compute:.3f} ms "
-                f"per-sample compute, {comm:.3f} ms exposed all-reduce of {step:.3f} ms measured")
+                f"per-sample compute, {reduce}, of {step:.3f} ms measured")
         if int(r["n_agree"]) < int(r["n"]) or int(r["n"]) < d.min_repeats:
             more = max(d.min_repeats - int(r["n"]), 1)
             out.append(rests_on(guideline(gid, "strong", "inconclusive",

@@ -175,7 +175,7 @@ def config_echo(config: dict) -> dict:
     if "lr_candidates" in training and not (training.get("lr") == "tuned"):  # used only by lr: tuned
         del training["lr_candidates"]
     exps = shown.get("experiments") or {}
-    if "readiness" in exps and exps["readiness"]["enabled"] is None and not any(
-            factory.is_factory(impl) for impl in shown["model"]["impl"]):  # at its default no check ran
+    if "readiness" in exps and exps["readiness"]["enabled"] is None and not factory.readiness_on(
+            None, shown["model"]["impl"]):  # at its default no check ran
         del exps["readiness"]
     return shown

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import PARTS
+from kan.anatomy import PARTS, bound as largest
 
 from .aggregate import GROUP
 
@@ -39,8 +39,8 @@ def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip(GROUP, key))
         means = {c: float(g[c].mean()) for c in ("step_ms", "dispatch_ms", "compute_ms", "communication_ms")}
         parts = {p: means[f"{p}_ms"] for p in PARTS}
-        bound = max(parts, key=parts.get)
-        agree = sum(max(PARTS, key=lambda p, r=r: r[f"{p}_ms"]) == bound for _, r in g.iterrows())
+        bound = largest(parts)
+        agree = sum(largest({p: r[f"{p}_ms"] for p in PARTS}) == bound for _, r in g.iterrows())
         rows.append({**row, "world_size": int(g["world_size"].iloc[0]), "placement_class": g["placement_class"].iloc[0],
                      "batch_per_rank": int(g["batch_per_rank"].iloc[0]), "n": len(g), "n_agree": int(agree), **means,
                      "other_ms": means["step_ms"] - sum(parts.values()),
