@@ -69,6 +69,11 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     assert min(r["started_utc"] for r in tuned.values()) >= last_sweep[:19]
     html = (work / "reports/tuned/report.html").read_text()
     assert "Each model at its own tuned rate" in html and "(chosen)" in html
+    # the critical batch: its table, and its figure whenever some batch reached the target
+    assert 'id="table-critical-batch"' in html
+    figs = json.loads((work / "results/tuned/plots/figures.json").read_text())
+    assert ("critical_batch" in figs) == any(c["reached"] for c in crit.values())
+    assert ('id="figure-critical-batch"' in html) == ("critical_batch" in figs)
     assert "Updating checkpoint dependencies" in out
     # the verdict: a soonest world size per model (or why not) and the KAN against the MLP at one target
     verdict = {g["id"]: g for g in json.loads((work / "results/tuned/guidelines.json").read_text())["guidelines"]

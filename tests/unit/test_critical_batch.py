@@ -97,3 +97,34 @@ def test_the_batch_experiment_needs_a_target():
     cfg["report"]["target"] = None
     with pytest.raises(plan.ConfigError, match="experiments.batch: the critical batch is fitted"):
         plan.validate_config(cfg)
+
+
+def test_the_figure_marks_b_crit_and_draws_the_fit(tmp_path, monkeypatch):
+    """The figure of critical_batch.json: a dot per repeat, the fitted curve through the law's values,
+    B_crit as a vertical line at the fitted value; a model with no fit is named in the caption; no
+    data, no figure."""
+    from scaling.report import plotkit
+    from scaling.report.plots_accuracy import CRITICAL, plot_critical_batch
+
+    ok = critical_batch(_rows(5000.0, 128.0, noise=0.0, reps=2), resamples=50)
+    few = critical_batch([(32, 900.0), (64, 1000.0), (128, None)])
+    kept = {}
+    real = plotkit.save
+
+    def keep(fig, folder, name):
+        kept[name] = fig
+        return real(fig, folder, name)
+
+    monkeypatch.setattr(plotkit, "save", keep)
+    out = plot_critical_batch({"kan": ok, "mlp": few}, tmp_path)
+    assert (tmp_path / out[CRITICAL]["file"]).stat().st_size > 0
+    assert "mlp: not enough batches" in out[CRITICAL]["caption"]
+    ax = kept[CRITICAL].axes[0]
+    dots = sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets"))
+    assert dots == 2 * len(BATCHES) + 2
+    vertical = [ln for ln in ax.lines if len(set(ln.get_xdata())) == 1]
+    assert [ln.get_xdata()[0] for ln in vertical] == [pytest.approx(128.0)]
+    curve = next(ln for ln in ax.lines if len(ln.get_xdata()) > 2)
+    x, y = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
+    assert y == pytest.approx(5000.0 * (1 + x / 128.0))
+    assert plot_critical_batch({}, tmp_path) == {} and plot_critical_batch(None, tmp_path) == {}

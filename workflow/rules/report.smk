@@ -19,6 +19,7 @@ rule plot_figures:
         val_curves=rules.collect_measurements.output.val_curves,
         model=rules.fit_model.output.model,
         compare=get_compare_inputs,
+        critical=get_critical_input,
     output:
         plots=report(
             directory("results/{study}/plots"),
@@ -35,6 +36,7 @@ rule plot_figures:
         thresholds=get_thresholds,
         study=get_study_name,
         compare=get_compare_folders,
+        critical=get_critical_path,
     message:
         "figures {wildcards.study}: speedup, efficiency, loss curves, held-out curves, weak, comm, all-reduce, model size"
     shell:
@@ -43,7 +45,8 @@ rule plot_figures:
         " --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q} --in loss_curves={input.loss_curves:q}"
         " --in val_curves={input.val_curves:q} --in model={input.model:q} --param reference={params.reference:q}"
         " --param thresholds={params.thresholds:q} --param study={params.study:q}"
-        " --param compare={params.compare:q} --out plots={output.plots:q} > {log:q} 2>&1"
+        " --param compare={params.compare:q} --param critical={params.critical:q} --out plots={output.plots:q}"
+        " > {log:q} 2>&1"
 
 
 rule evaluate_expectations:

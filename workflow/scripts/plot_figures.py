@@ -1,10 +1,12 @@
 """Workflow step: the scaling tables, loss curves, held-out curves (val_curves.csv) and model.json (of this study and of the studies
-in report.compare) -> results/<study>/plots/ (PNG figures + figures.json)."""
+in report.compare), and critical_batch.json where the batch experiment ran -> results/<study>/plots/
+(PNG figures + figures.json)."""
 
 import sys
+from pathlib import Path
 
 from scaling.common.columns import clean_curves
-from scaling.common.io import read_tables, step_args
+from scaling.common.io import read_json, read_tables, step_args
 from scaling.common.settings import Settings
 from scaling.report.compare import read_studies
 from scaling.report.plots import plot_figures
@@ -13,9 +15,11 @@ from scaling.tables.heldout import clean_val_curves
 
 
 def main(inputs: dict, folder: str, reference: str | None, settings: Settings, study: str | None = None,
-         compare: list[str] | None = None) -> None:
-    """`reference`: the config's report.reference name; `compare`: other studies' results folders."""
+         compare: list[str] | None = None, critical: str | None = None) -> None:
+    """`reference`: the config's report.reference name; `compare`: other studies' results folders;
+    `critical`: critical_batch.json (None: no batch experiment)."""
     tables = read_tables(inputs)
+    tables["critical"] = read_json(critical) if critical and Path(critical).exists() else None
     tables["loss_curves"] = clean_curves(tables.get("loss_curves"))
     tables["val_curves"] = clean_val_curves(tables.get("val_curves"))
     others = read_studies(compare or [])
@@ -29,4 +33,4 @@ def main(inputs: dict, folder: str, reference: str | None, settings: Settings, s
 if __name__ == "__main__":
     inp, params, out = step_args(__doc__)
     main(inp, out["plots"], params["reference"], Settings.from_thresholds(params["thresholds"]), params["study"],
-         params["compare"])
+         params["compare"], params.get("critical"))

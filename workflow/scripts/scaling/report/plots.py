@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from ..common.settings import Settings
 from . import plotkit as kit
 from .ddp_plot import plot_ddp
-from .plots_accuracy import plot_accuracy
+from .plots_accuracy import CRITICAL, plot_accuracy, plot_critical_batch
 from .plots_anatomy import plot_anatomy
 from .plots_costs import plot_allreduce, plot_comm, plot_model_size
 from .plots_scaling import plot_loss_curves, plot_strong, plot_weak
@@ -30,7 +30,8 @@ from .series import TITLES
 FIGURES = ("strong_speedup", "strong_efficiency", "loss_curves", "weak_throughput", "weak_efficiency",
            "comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time", "model_size_memory",
            "model_size_throughput")  # and, in a study with the ddp experiment, ddp_plot.TITLES; with held-out
-# curves (tables['val_curves']), plots_accuracy's heldout_* figures; with step anatomies, anatomy_*
+# curves (tables['val_curves']), plots_accuracy's heldout_* figures; with the batch experiment's
+# critical_batch.json (tables['critical']), critical_batch; with step anatomies, anatomy_*
 
 
 def plot_figures(tables: dict, folder: str | Path, reference: dict | None, settings: Settings,
@@ -58,6 +59,7 @@ def plot_figures(tables: dict, folder: str | Path, reference: dict | None, setti
          ["model_size_memory", "model_size_throughput"]),
         (lambda: plot_ddp(tables, folder), ["ddp_time_to_target", "ddp_loss_curves"]),
         (lambda: plot_accuracy(tables, folder), ["heldout_curves"]),
+        (lambda: plot_critical_batch(tables.get("critical"), folder), [CRITICAL]),
         (lambda: plot_anatomy(tables, folder), ["anatomy"]),
     ]
     manifest: dict = {}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import NullFormatter
 
 from ..tables.heldout import EXPERIMENTS, clean_val_curves
 from . import plotkit as kit
@@ -127,3 +129,56 @@ def plot_accuracy(tables: dict, folder: Path) -> dict:
         if len(c) and t is not None and not t.empty and "target_metric" in t:
             out[f"{PREFIX}time_to_target_{exp}"] = plot_time_to_target(exp, t, folder, f"{PREFIX}time_to_target_{exp}")
     return out
+
+
+CRITICAL = "critical_batch"
+
+
+def plot_critical_batch(critical: dict | None, folder: Path) -> dict:
+    """Samples to the target E against the global batch B (critical_batch.json; log-log), per model:
+    every repeat as a dot, the fit E(B) = E_min (1 + B / B_crit) as a line over the measured batches
+    and B_crit as a vertical dashed line with its bootstrap interval shaded where it is finite. {}:
+    no batch experiment, or no model reached the target at any batch."""
+    models = {m: c for m, c in (critical or {}).items() if c.get("samples_to_target")}
+    if not models:
+        return {}
+    colors = dict(zip(models, sns.color_palette("deep", len(models))))
+    fig, ax = kit.figure()
+    said = []
+    for model, c in models.items():
+        col = colors[model]
+        reps = c.get("samples_to_target_repeats") or {b: [e] for b, e in c["samples_to_target"].items()}
+        xs = [int(b) for b, es in reps.items() for _ in es]
+        ax.scatter(xs, [e for es in reps.values() for e in es], color=col, s=22, alpha=0.8, zorder=3,
+                   label=f"{model}: measured")
+        if c.get("status") == "ok" and c.get("e_min") is not None and c.get("b_crit"):
+            lo_b, hi_b = min(c["batches"]), max(c["batches"])
+            grid = np.geomspace(lo_b, hi_b, 60)
+            ax.plot(grid, c["e_min"] * (1 + grid / c["b_crit"]), color=col, lw=1.4, zorder=2,
+                    label=f"{model}: E(B) = {c['e_min']:.3g} (1 + B / {c['b_crit']:.3g})")
+            lo, hi = c.get("ci") or (None, None)
+            band = f"[{lo:.3g}, {hi:.3g}]" if kit._finite(lo) and kit._finite(hi) else "(interval unbounded)"
+            ax.axvline(c["b_crit"], color=col, ls="--", lw=1.1, zorder=1,
+                       label=f"{model}: B_crit {c['b_crit']:.3g} {band}")
+            if kit._finite(lo) and kit._finite(hi):
+                ax.axvspan(lo, hi, color=col, alpha=0.10, lw=0, zorder=0)
+        else:
+            said.append(f"{model}: {c.get('status')}, no fit drawn ({c.get('why')})")
+    batches = sorted({int(b) for c in models.values() for b in c["batches"]})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [f"{b:,}" for b in batches])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    kit.plain_log_y(ax)
+    ax.set_xlabel("global batch B (samples a step)")
+    ax.set_ylabel("samples to the held-out target E")
+    ax.set_title("Samples to target against the global batch")
+    kit.legend_below(fig, ax, ncol=1)
+    cap = ("Samples to the held-out target at each global batch of the batch experiment (one rank; a dot per "
+           "repeat), the McCandlish fit E(B) = E_min (1 + B / B_crit) drawn over the batches measured, and "
+           "B_crit as a dashed line with its 95% bootstrap interval shaded (unshaded where the interval is "
+           "unbounded). Flat E: a larger batch costs no extra samples, so more ranks get there sooner; E "
+           "rising in proportion to B: past B_crit, a larger batch only buys faster steps.")
+    if said:
+        cap += " " + "; ".join(said) + "."
+    return {CRITICAL: {"file": kit.save(fig, folder, CRITICAL), "title": "Where a larger global batch stops paying",
+                       "caption": cap}}

@@ -27,7 +27,7 @@ from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
-from .plots_accuracy import PREFIX
+from .plots_accuracy import CRITICAL, PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
@@ -153,7 +153,8 @@ def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tu
     return {"figures": figure_entries(manifest, figures_dir, names), "every": f"{every:,}" if every else "",
             "table": heldout_rows(tables) if config["report"]["target"] is not None else None,
             "tuning": tuning_rows(tuning) if tuning else None,
-            "critical": critical_rows(critical) if critical else None}
+            "critical": critical_rows(critical) if critical else None,
+            "critical_figures": figure_entries(manifest, figures_dir, [CRITICAL]) if CRITICAL in manifest else []}
 
 
 def config_echo(config: dict) -> dict:

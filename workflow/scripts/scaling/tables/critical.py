@@ -62,7 +62,8 @@ def critical_batch(rows: list[tuple[int, float | None]], resamples: int = 500, s
     usable = {b: [float(e) for e in es] for b, es in sorted(by.items()) if es and all(e is not None for e in es)}
     missed = sorted(b for b, es in by.items() if b not in usable)
     base = {"batches": sorted(by), "reached": sorted(usable), "not_reached": missed,
-            "samples_to_target": {str(b): float(np.mean(es)) for b, es in usable.items()}}
+            "samples_to_target": {str(b): float(np.mean(es)) for b, es in usable.items()},
+            "samples_to_target_repeats": {str(b): es for b, es in usable.items()}}
     if not usable:
         return {**base, "b_crit": None, "ci": None, "e_min": None, "s_min": None, "status": "not reached",
                 "why": "no global batch reached the target in every repeat"}
