@@ -125,13 +125,52 @@ def _model_json(steps_s: dict, loo=5.0) -> dict:
                                                            "predictions": preds}}}}}
 
 
-def predicted(steps_s: dict, loo=5.0) -> dict:
+def predicted(steps_s: dict, loo=5.0, clock: dict | None = None) -> dict:
+    """The predicted guideline; `clock`: {world size: (k, start s)} sets the strong table's clock fit
+    (rate = k x the median step); None: k = 1 and no start, the bare S x step arithmetic."""
     spec = {(KAN, 1): (REACH, [1.0, 1.01, 1.02]), (KAN, 2): (REACH, [0.5, 0.505, 0.51])}
     df, curves = curves_and_rows(spec)
     tables = compute_tables(df, settings(target={"metric": "val_accuracy", "value": 0.9}, bootstrap_samples=20),
                             val_curves=curves)
+    t = tables["strong"]
+    for i, r in t.iterrows():
+        k, start = (clock or {}).get(int(r["world_size"]), (1.0, 0.0))
+        t.at[i, "clock_step_s_mean"], t.at[i, "clock_start_s_mean"] = k * r["step_time_s_mean"], start
     out = {g["id"]: g for g in time_to_accuracy(tables, Decide(3, 0.95), _model_json(steps_s, loo))}
     return out[f"time-to-accuracy-predicted-strong-{KAN}"]
+
+
+def test_the_fixtures_clock_is_fitted_from_the_curves():
+    """tables/heldout.clock_line: the curves above run 1000 samples (10 steps) in s seconds with no
+    start, so the strong table's clock is s / 10 a step and starts at 0."""
+    df, curves = curves_and_rows({(KAN, 1): (REACH, [1.0, 1.0, 1.0]), (KAN, 2): (REACH, [0.5, 0.5, 0.5])})
+    t = compute_tables(df, settings(target={"metric": "val_accuracy", "value": 0.9}, bootstrap_samples=20),
+                       val_curves=curves)["strong"].sort_values("world_size")
+    assert list(t["clock_step_s_mean"]) == [pytest.approx(0.1), pytest.approx(0.05)]
+    assert list(t["clock_start_s_mean"]) == [pytest.approx(0.0, abs=1e-12)] * 2
+
+
+def test_the_clock_ratio_and_start_enter_the_prediction_from_the_nearest_measured_world_size():
+    # the clock ran 1.2x the median step at 1 rank (single-rank, no model class here) and 1.5x with a
+    # 0.2 s start at 2 ranks (intra-node): 4 ranks intra-node take 2's terms
+    g = predicted({2: (0.032, 0.03, 0.034), 4: (0.08, 0.07, 0.09)}, clock={1: (1.2, 0.1), 2: (1.5, 0.2)})
+    four = next(p for p in g["numbers"]["predictions"] if p["world_size"] == 4)
+    assert four["time_to_target_s"] == pytest.approx(0.2 + 15.625 * 1.5 * 0.08, abs=1e-5)
+    assert four["band"] == [pytest.approx(0.2 + 15.625 * 1.5 * 0.07, abs=1e-5),
+                            pytest.approx(0.2 + 15.625 * 1.5 * 0.09, abs=1e-5)]
+    assert four["clock_ratio"] == pytest.approx(1.5) and four["clock_from"] == "2 rank(s), intra-node"
+    assert "1.50x the median step with a 200 ms start at 2 rank(s), intra-node" in g["text"]
+
+
+def test_a_class_never_measured_takes_the_smallest_multi_rank_clock_ratio():
+    from scaling.decide.totarget import clock_for
+    terms = [{"world_size": 1, "placement_class": "single-rank", "k": 1.0, "start_s": 0.0},
+             {"world_size": 2, "placement_class": "intra-node", "k": 1.8, "start_s": 0.01},
+             {"world_size": 4, "placement_class": "intra-node", "k": 2.5, "start_s": 0.02}]
+    assert clock_for(terms, 8, "inter-node")["k"] == 1.8  # the one that predicts its ranks soonest
+    assert clock_for(terms, 3, "intra-node")["world_size"] == 2  # nearest below
+    assert clock_for(terms, 16, "intra-node")["world_size"] == 4
+    assert clock_for([], 4, "intra-node") is None
 
 
 def test_predicted_time_to_target_is_steps_times_the_models_step_time_and_says_when_more_ranks_stop_paying():

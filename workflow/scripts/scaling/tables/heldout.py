@@ -30,7 +30,8 @@ LOSS_TARGET_COLUMNS = ("target_loss", "time_to_target_s", "time_to_target_s_ci_l
                        "time_to_target_note")
 # per repeat, what per_repeat adds
 REPEAT_COLUMNS = ("target_metric", "target_value", "target_reference_value", "time_to_target_s",
-                  "samples_to_target", "target_reached", "eval_time_s", "startup_s")
+                  "samples_to_target", "target_reached", "eval_time_s", "startup_s", "clock_step_s",
+                  "clock_start_s")
 
 
 def reaches(value: float, target: float, metric: str) -> bool:
@@ -45,6 +46,26 @@ def first_reach(curve: pd.DataFrame, metric: str, target: float) -> tuple[float,
         if reaches(float(v), target, metric):
             return float(t), float(n)
     return None
+
+
+def clock_line(curve: pd.DataFrame) -> tuple[float, float]:
+    """(clock_start_s, clock_step_s): the training clock at the held-out evaluations against the step,
+    fitted by least squares as T(step) = start + step x rate. The rate is what a step costs on the
+    clock that time to target is read from: the mean step plus the work between the timers (the
+    slicing, the loss bookkeeping, the probe steps' flat all-reduce), not the median step the
+    performance model predicts; on realdata's 2 ranks sharing 2 cores it was 1.6-2.0x the median (a
+    heavy tail: p90 3x the median). The start is the clock's first steps running slower than its
+    rate (about 1 ms at one rank there: 8 steps took 5.3 ms at a rate of 0.54 ms). (NaN, NaN) with
+    fewer than 2 evaluations at distinct steps. The sums are written out so that no LAPACK call
+    makes the last digits depend on the CPU."""
+    c = curve.dropna(subset=["step", "train_time_s"])
+    x, y = c["step"].astype(float).tolist(), c["train_time_s"].astype(float).tolist()
+    n = len(x)
+    if n < 2 or len(set(x)) < 2:
+        return math.nan, math.nan
+    mx, my = sum(x) / n, sum(y) / n
+    rate = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+    return my - rate * mx, rate
 
 
 def clean_val_curves(curves: pd.DataFrame | None) -> pd.DataFrame:
@@ -119,6 +140,7 @@ def per_repeat(df: pd.DataFrame, curves: pd.DataFrame, target: dict) -> pd.DataF
         df.at[i, "eval_time_s"] = float(curve["eval_time_s"].iloc[0])
         if "startup_s" in curve:  # the one-time start-up, off the clock (absent from older records)
             df.at[i, "startup_s"] = pd.to_numeric(curve["startup_s"], errors="coerce").iloc[0]
+        df.at[i, "clock_start_s"], df.at[i, "clock_step_s"] = clock_line(curve)
         df.at[i, "target_reached"] = hit is not None
         if hit is not None:
             df.at[i, "time_to_target_s"], df.at[i, "samples_to_target"] = hit
@@ -140,13 +162,15 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
     (mean, 95% CI over the repeats; given only when every ok repeat with a curve reached the target:
     a mean over the repeats that happened to reach it would be biased low), target_n_reached of
     target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean (all of a run's evaluations),
-    startup_s_mean (the one-time start-up before the clock started: kan/loop.py), and
+    startup_s_mean (the one-time start-up before the clock started: kan/loop.py), clock_step_s_mean and
+    clock_start_s_mean (clock_line: what a step costs on the training clock, and its slower start), and
     time_to_target_speedup = the DDP baseline's time / this time. `sub`: per_repeat's rows of that
     experiment."""
     t = t.drop(columns=[c for c in LOSS_TARGET_COLUMNS if c in t]).copy()
     num = ("target_value", "target_reference_value", "time_to_target_s", "time_to_target_s_ci_lo",
            "time_to_target_s_ci_hi", "samples_to_target", "samples_to_target_ci_lo", "samples_to_target_ci_hi",
-           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "startup_s_mean", "time_to_target_speedup",
+           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "startup_s_mean", "clock_step_s_mean",
+           "clock_start_s_mean", "time_to_target_speedup",
            "time_to_target_speedup_ci_lo", "time_to_target_speedup_ci_hi")
     t["target_metric"] = sub["target_metric"].dropna().iloc[0] if sub["target_metric"].notna().any() else ""
     for c in num + ("time_to_target_s_std",):
@@ -169,7 +193,8 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
             t.at[i, "target_n_repeats"] = len(have)
             t.at[i, "target_reached"] = missed == 0
             t.at[i, "eval_time_s_mean"] = float(have["eval_time_s"].mean())
-            t.at[i, "startup_s_mean"] = float(have["startup_s"].mean()) if have["startup_s"].notna().any() else math.nan
+            for col in ("startup_s", "clock_step_s", "clock_start_s"):
+                t.at[i, f"{col}_mean"] = float(have[col].mean()) if have[col].notna().any() else math.nan
             if missed:
                 continue
             for col in ("time_to_target_s", "samples_to_target"):
