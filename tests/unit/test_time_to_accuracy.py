@@ -203,3 +203,35 @@ def test_a_model_that_overshoots_everywhere_cannot_turn_its_bias_into_advice():
     # (1.33 s [1.17, 1.48]): above the measured 1.01 s, but inside its own band at 2 ranks [1.17, 1.41]
     g = predicted({2: (0.08, 0.075, 0.09), 4: (0.085, 0.075, 0.095)})
     assert g["status"] == "inconclusive", g["text"]
+
+
+def test_weak_steps_follow_the_critical_batch_curve_anchored_at_the_largest_measured_world_size():
+    """E(B) = E_a (1 + B / B_crit) / (1 + B_a / B_crit), S = E / B: with B_crit 128 and 2 ranks of 64
+    (B_a = 128) needing 2,560 samples, 4 ranks (B = 256) need 2,560 x 3 / 2 = 3,840 samples, 15 steps;
+    the band takes E's CI and both ends of B_crit's interval; an unbounded end is E flat."""
+    from scaling.decide.totarget import weak_steps
+    reached = pd.DataFrame({"world_size": [1, 2], "batch_per_rank": [64, 64], "samples_to_target": [2048.0, 2560.0],
+                            "samples_to_target_ci_lo": [2048.0, 2400.0], "samples_to_target_ci_hi": [2048.0, 2700.0]})
+    crit = {"status": "ok", "b_crit": 128.0, "ci": [64.0, 256.0]}
+    steps, text = weak_steps(reached, crit)
+    s, lo, hi = steps(4)
+    assert s == pytest.approx(3840 / 256)
+    # B_crit 64: f = (1 + 4) / (1 + 2) = 5/3; 256: (1 + 1) / (1 + 0.5) = 4/3
+    assert lo == pytest.approx(2400 * 4 / 3 / 256) and hi == pytest.approx(2700 * 5 / 3 / 256)
+    assert steps(2)[0] == pytest.approx(2560 / 128)  # the anchor itself
+    assert "anchored at 2 rank(s): 2560 samples at global batch 128" in text
+    _, lo, hi = weak_steps(reached, {**crit, "ci": [64.0, None]})[0](4)
+    assert lo == pytest.approx(2400 / 256)  # no growth: the same samples in fewer steps
+    assert "add experiments.batch" in weak_steps(reached, None)
+    assert weak_steps(reached, {"status": "not enough batches", "why": "2 batch(es)"}).startswith(
+        "the critical batch is not enough batches")
+
+
+def test_a_weak_study_with_a_target_but_no_batch_experiment_is_told_what_to_add():
+    from scaling.decide.totarget import predicted_guideline
+    reached = pd.DataFrame({"world_size": [1], "batch_per_rank": [64], "samples_to_target": [2048.0],
+                            "time_to_target_s": [1.0]})
+    model_json = {"models": {KAN: {"weak_work": {"batch_rule": "fixed per-rank batch", "batch_per_rank": 64},
+                                   "placements": {}}}}
+    g = predicted_guideline("weak", KAN, reached, reached.iloc[0], model_json, None)
+    assert g["status"] == "not_enough_data" and "experiments.batch" in g["text"]

@@ -132,6 +132,7 @@ rule compute_guidelines:
         ddp=rules.compute_tables.output.ddp,
         anatomy=rules.compute_tables.output.anatomy,
         model=rules.fit_model.output.model,
+        critical=get_critical_input,
     output:
         guidelines="results/{study}/guidelines.json",
     log:
@@ -139,10 +140,11 @@ rule compute_guidelines:
     localrule: True
     params:
         thresholds=get_thresholds,
+        critical=get_critical_path,
     message:
         "guidelines {wildcards.study}: threshold rules over the tables and the model"
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
         " --in anatomy={input.anatomy:q} --in model={input.model:q} --param thresholds={params.thresholds:q}"
-        " --out guidelines={output.guidelines:q} > {log:q} 2>&1"
+        " --param critical={params.critical:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"

@@ -143,10 +143,11 @@ def kan_vs_mlp(exp: str, kan: str, mlp: str, a, b, goal: str, d: Decide) -> dict
     return rests_on(g, [(f"{_where(a)} of {kan}", a["n_ok"]), (f"{_where(b)} of {mlp}", b["n_ok"])])
 
 
-def time_to_accuracy(tables: dict, d: Decide, model_json: dict | None = None) -> list[dict]:
+def time_to_accuracy(tables: dict, d: Decide, model_json: dict | None = None,
+                     critical: dict | None = None) -> list[dict]:
     """Every time-to-accuracy guideline: none without a held-out target in the strong or weak table;
-    with the performance model, the strong experiment's time to target predicted past what was
-    measured (decide/totarget.py)."""
+    with the performance model, time to target predicted past what was measured (decide/totarget.py;
+    the weak experiment's with `critical` = critical_batch.json, None: no batch experiment)."""
     out = []
     for exp in EXPERIMENTS:
         t = tables.get(exp)
@@ -158,7 +159,7 @@ def time_to_accuracy(tables: dict, d: Decide, model_json: dict | None = None) ->
         for model in sorted(t["model"].unique()):
             g, best = soonest(t, exp, model, d)
             out.append(g)
-            p = predicted_guideline(exp, model, _candidates(t, model)[0], best, model_json)
+            p = predicted_guideline(exp, model, _candidates(t, model)[0], best, model_json, critical)
             if p is not None:
                 out.append(rests_on(p, [(x["where"], x["n_ok"]) for x in g.get("rests_on", [])]))
             if best is not None:

@@ -15,9 +15,11 @@ from .rules import Decide
 from .stepbound import step_bound
 
 
-def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None) -> list[dict]:
+def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None,
+                       critical: dict | None = None) -> list[dict]:
     """All guidelines, in report order. `tables` as tables.build.compute_tables returns (or read back
-    from CSV); `model_json` = model.build.fit_performance_model's output."""
+    from CSV); `model_json` = model.build.fit_performance_model's output; `critical` =
+    critical_batch.json (None: no batch experiment)."""
     eff = settings.efficiency_threshold
     d = Decide(settings.min_repeats, settings.decision_level)
     empty = pd.DataFrame(columns=["model", "world_size", "nodes", "gpus_per_node", "ddp", "placement_class",
@@ -50,6 +52,6 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
         out += per_rank_batch(t, name, eff, d)
     out += memory(ms, d)
     out += ddp_setting_guidelines(tables.get("ddp"), settings.ddp_loss_tolerance_pct, d, model_json)
-    out += time_to_accuracy(tables, d, model_json)
+    out += time_to_accuracy(tables, d, model_json, critical)
     out += recommendation(model_json, settings.model_max_mape_pct)
     return out

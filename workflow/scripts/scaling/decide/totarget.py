@@ -1,4 +1,4 @@
-"""Time to the held-out target at world sizes the study did not measure (strong scaling): steps to the
+"""Time to the held-out target at world sizes the study did not measure (strong and weak): steps to the
 target times the performance model's step time, so a study of 1 and 2 ranks says where more ranks
 stop paying.
 
@@ -25,8 +25,9 @@ start + S_hi x k x step_hi]. Beside each prediction: the class's leave-one-world
 performance model's held-out error), and at measured world sizes the prediction's error against the
 measured time to target (small by construction where k and start came from that very point).
 
-A fixed per-rank batch (the weak experiment's rule) changes B with N and so S: that needs the
-critical batch (tables/critical.py) and is not predicted here.
+A fixed per-rank batch (the weak experiment's rule) changes B with N and so S: weak_steps takes S
+from the critical batch's curve (tables/critical.py) anchored at the largest measured weak world size,
+and the step time from the model's weak_predictions (its step at the weak per-rank batch).
 
 The guideline (id time-to-accuracy-predicted-strong-<model>, marked predicted):
 - "advice" when the class's model is validated (a leave-one-out error exists) and every predicted
@@ -93,17 +94,19 @@ def clock_for(terms: list[dict], world: int, cls: str) -> dict | None:
     return min(multi, key=lambda t: t["k"]) if multi else None
 
 
-def predictions(entry: dict, steps: tuple[float, float, float], measured: pd.DataFrame) -> list[dict]:
+def predictions(entry: dict, steps, measured: pd.DataFrame, key: str = "predictions") -> list[dict]:
     """Every predicted (world size, link class) time to target, with the clock terms it used, the
-    class's held-out error and, where that configuration was measured, the error against it."""
-    s, s_lo, s_hi = steps
+    class's held-out error and, where that configuration was measured, the error against it.
+    `steps`: (S, S_lo, S_hi) at every world size (strong), or a function of the world size (weak);
+    `key`: the class's predictions in model.json (predictions: the strong work; weak_predictions)."""
     terms = clock_terms(measured)
     out = []
     for cls, e in sorted(entry.get("placements", {}).items()):
-        if cls not in REAL_PLACEMENTS or not e.get("predictions"):
+        if cls not in REAL_PLACEMENTS or not e.get(key):
             continue
         loo = (e.get("validation") or {}).get("loo_mape_pct")
-        for p in e["predictions"]:
+        for p in e[key]:
+            s, s_lo, s_hi = steps(int(p["world_size"])) if callable(steps) else steps
             v, lo, hi = _band(p["step_time_s"])
             c = clock_for(terms, int(p["world_size"]), cls)
             k, t0 = (c["k"], c["start_s"]) if c else (1.0, 0.0)
@@ -111,7 +114,8 @@ def predictions(entry: dict, steps: tuple[float, float, float], measured: pd.Dat
                    "lo": t0 + s_lo * k * lo, "hi": t0 + s_hi * k * hi, "extrapolated": bool(p["extrapolated"]),
                    "loo_error_pct": loo, "measured_s": None, "error_pct": None, "clock_k": k if c else None,
                    "clock_start_s": t0 if c else None,
-                   "clock_from": f"{c['world_size']} rank(s), {c['placement_class']}" if c else None}
+                   "clock_from": f"{c['world_size']} rank(s), {c['placement_class']}" if c else None,
+                   "steps": s}
             m = measured[(measured["world_size"] == row["world_size"]) & (measured["placement_class"] == cls)]
             if len(m):
                 row["measured_s"] = float(m["time_to_target_s"].iloc[0])
@@ -126,37 +130,101 @@ def _num(r: dict) -> dict:
             "extrapolated": r["extrapolated"], "model_loo_error_pct": rounded(r["loo_error_pct"], 1),
             "measured_s": rounded(r["measured_s"], 6), "error_vs_measured_pct": rounded(r["error_pct"], 1),
             "clock_ratio": rounded(r["clock_k"], 3), "clock_start_s": rounded(r["clock_start_s"], 6),
-            "clock_from": r["clock_from"]}
+            "clock_from": r["clock_from"], "steps_to_target": rounded(r["steps"], 2)}
 
 
 def _where(r: dict) -> str:
     return f"{r['world_size']} rank{'s' if r['world_size'] > 1 else ''} ({r['placement_class']})"
 
 
-def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model_json: dict | None) -> dict | None:
-    """The predicted-time-to-target guideline of one model (None: nothing to predict from)."""
-    if exp != "strong" or best is None or not model_json:
+def weak_steps(reached: pd.DataFrame, crit: dict | None):
+    """The weak experiment's steps to the target at N ranks (global batch B = N x b): the McCandlish
+    curve E(B) = E_min (1 + B / B_crit) with B_crit from the batch experiment (critical_batch.json) and
+    its level anchored at the largest measured weak world size, whose samples to target E_a at B_a are
+    this experiment's own (the batch experiment's target may differ: only the curve's shape is
+    borrowed). E(B) = E_a (1 + B / B_crit) / (1 + B_a / B_crit); S = E(B) / B. The band takes E_a's CI
+    and both ends of B_crit's interval (an unbounded upper end is the limit of no growth: E flat).
+    Returns (steps(N), text) or a reason string."""
+    if not crit:
+        return "no critical batch (add experiments.batch: steps to the target change with the global batch)"
+    if crit.get("status") != "ok" or not crit.get("b_crit") or not crit.get("ci"):
+        return f"the critical batch is {crit.get('status')}: {crit.get('why', '')}"
+    r = reached[reached["samples_to_target"].notna() & reached["batch_per_rank"].notna()]
+    if r.empty:
+        return "no measured weak world size reached the target"
+    a = r.loc[r["world_size"].astype(int).idxmax()]
+    b, w_a = float(a["batch_per_rank"]), int(a["world_size"])
+    b_a = b * w_a
+    e = float(a["samples_to_target"])
+    e_lo = float(a["samples_to_target_ci_lo"]) if known(a.get("samples_to_target_ci_lo")) else e
+    e_hi = float(a["samples_to_target_ci_hi"]) if known(a.get("samples_to_target_ci_hi")) else e
+    bc, (lo, hi) = float(crit["b_crit"]), crit["ci"]
+
+    def f(B: float, x: float | None) -> float:
+        return 1.0 if x is None or not math.isfinite(x) else (1 + B / max(x, 1e-12)) / (1 + b_a / max(x, 1e-12))
+
+    def steps(n: int) -> tuple[float, float, float]:
+        B = b * n
+        ends = (f(B, lo), f(B, hi))
+        return e * f(B, bc) / B, e_lo * min(ends) / B, e_hi * max(ends) / B
+
+    band = f"[{lo:.3g}, {hi:.3g}]" if hi is not None else f"[{lo:.3g}, unbounded]"
+    text = (f"steps to the target at N x {b:g} samples from the critical batch's curve (B_crit {bc:.3g} {band}), "
+            f"anchored at {w_a} rank(s): {e:.0f} samples at global batch {b_a:.0f}")
+    return steps, text
+
+
+def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model_json: dict | None,
+                        critical: dict | None = None) -> dict | None:
+    """The predicted-time-to-target guideline of one model (None: nothing to predict from). Strong:
+    the fixed global batch's measured steps; weak: the critical batch's steps (weak_steps)."""
+    if best is None or not model_json or exp not in ("strong", "weak"):
         return None
     entry = (model_json.get("models") or {}).get(model)
-    if not entry or (entry.get("work") or {}).get("batch_rule") != "fixed global batch":
-        return None
-    steps = steps_to_target(reached)
-    if steps is None:
-        return None
-    rows = predictions(entry, steps, reached)
-    if not rows:
+    if not entry:
         return None
     gid = f"time-to-accuracy-predicted-{exp}-{model}"
-    rule = ("predicted, not measured: steps to the target at the fixed global batch (measured) x the performance "
-            "model's step time at each world size x the training clock's measured ratio to the median step, plus "
-            "the clock's slower start (tables/heldout.clock_line); advice when the model is validated and every world size past "
-            "the measured soonest is predicted slower than it (band above its measured time and above the "
-            "model's own prediction there)")
+    if exp == "weak":
+        if not entry.get("weak_work"):
+            return None
+        got = weak_steps(reached, (critical or {}).get(model) if critical is not None else None)
+        rule = ("predicted, not measured: steps to the target at N x the per-rank batch from the critical batch "
+                "(E(B) = E_min (1 + B / B_crit), anchored at the largest measured world size) x the performance "
+                "model's step time at the weak per-rank batch x the training clock's measured ratio to the median "
+                "step, plus its start; advice as for the strong prediction")
+        if isinstance(got, str):
+            text = f"{exp}, {model}: no time to the target predicted past the measured world sizes: {got}."
+            return guideline(gid, "time-to-accuracy", "not_enough_data", text, rule, {})
+        steps, how_steps = got
+        rows = predictions(entry, steps, reached, "weak_predictions")
+        nums_steps = {"steps_source": how_steps}
+    else:
+        if (entry.get("work") or {}).get("batch_rule") != "fixed global batch":
+            return None
+        fixed = steps_to_target(reached)
+        if fixed is None:
+            return None
+        steps, s_lo, s_hi = fixed
+        how_steps = (f"steps to the target {steps:.0f} [{s_lo:.0f}, {s_hi:.0f}] at global batch "
+                     f"{int(reached['global_batch'].dropna().iloc[0])}")
+        rows = predictions(entry, fixed, reached)
+        nums_steps = {"steps_to_target": [rounded(steps, 2), rounded(s_lo, 2), rounded(s_hi, 2)]}
+        rule = ("predicted, not measured: steps to the target at the fixed global batch (measured) x the performance "
+                "model's step time at each world size x the training clock's measured ratio to the median step, plus "
+                "the clock's slower start (tables/heldout.clock_line); advice when the model is validated and every "
+                "world size past the measured soonest is predicted slower than it (band above its measured time and "
+                "above the model's own prediction there)")
+    if not rows:
+        return None
+    return _decide(gid, exp, model, rows, best, rule, how_steps, nums_steps)
+
+
+def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, how_steps: str,
+            nums_steps: dict) -> dict:
     t_best = float(best["time_to_target_s"])
     soonest = min(rows, key=lambda r: r["time_s"])
     beyond = [r for r in rows if r["world_size"] > int(best["world_size"])]
-    s, s_lo, s_hi = steps
-    nums = {"steps_to_target": [rounded(s, 2), rounded(s_lo, 2), rounded(s_hi, 2)],
+    nums = {**nums_steps,
             "measured_soonest": {"world_size": int(best["world_size"]), "time_to_target_s": rounded(t_best, 6)},
             "predicted_soonest": _num(soonest), "predictions": [_num(r) for r in rows]}
     checked = [r for r in rows if r["error_pct"] is not None]
@@ -167,8 +235,7 @@ def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model
     how = ("; the clock ran " + ", ".join(f"{k:.2f}x the median step with a {1e3 * t0:.3g} ms start at {w}"
                                           for w, k, t0 in clock)
            + " (assumed the same at the world sizes predicted from it)") if clock else ""
-    head = (f"{exp}, {model}: predicted (steps to the target {s:.0f} [{s_lo:.0f}, {s_hi:.0f}] at global batch "
-            f"{int(reached['global_batch'].dropna().iloc[0])} x the model's step time{how}), not measured")
+    head = f"{exp}, {model}: predicted ({how_steps} x the model's step time{how}), not measured"
     sooner = [r for r in beyond if r["hi"] < t_best and r["extrapolated"]]
     unvalidated = [r for r in beyond if r["loo_error_pct"] is None]
     if not beyond:

@@ -16,10 +16,11 @@ from .fit import predict_step, validate
 from .terms import NotFitted, busy_cores, corun_factor, oversubscription
 
 
-def work(df: pd.DataFrame, model: str) -> dict | None:
-    """The configured strong-scaling work of `model`: samples, epochs and the batch rule, read from
-    its DDP points (the ok ones when there are any: a planned point's row echoes its config too)."""
-    s = df[(df["experiment"] == "strong") & (df["model"] == model) & df["ddp"].astype(bool)]
+def work(df: pd.DataFrame, model: str, experiment: str = "strong") -> dict | None:
+    """The configured work of `model` in the strong (or weak) experiment: samples, epochs and the batch
+    rule, read from its DDP points (the ok ones when there are any: a planned point's row echoes its
+    config too)."""
+    s = df[(df["experiment"] == experiment) & (df["model"] == model) & df["ddp"].astype(bool)]
     if (s["status"] == "ok").any():
         s = s[s["status"] == "ok"]
     if s.empty:
@@ -90,6 +91,11 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         res["reason"] = "no strong-scaling point of this model: no configured work to predict"
         return res
     max_p = int(mine["world_size"].max())
+    weak = work(df, model, "weak")
+    if weak is not None and weak["batch_rule"] == "fixed per-rank batch":
+        res["weak_work"] = weak
+    else:
+        weak = None
     classes = [SINGLE] + sorted(c for c in point["comm"])
     measured = mine.groupby("placement_class")["world_size"].max().to_dict()
     for cls in classes:
@@ -108,6 +114,9 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         entry["validation"] = validate(train, sweep, model, cls)
         entry["predictions"] = _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn,
                                             measured.get(cls, 0), _sharing(mine, cls))
+        if weak is not None:  # the weak experiment's step at its per-rank batch (decide/totarget.py)
+            entry["weak_predictions"] = _predictions(point, draws, fam, cls, weak, P, n, max_p, factor, max_gpn,
+                                                     measured.get(cls, 0), _sharing(mine, cls))
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
