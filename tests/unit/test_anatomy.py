@@ -149,3 +149,21 @@ def test_the_step_bound_guideline_is_advice_only_when_the_repeats_agree():
     (g,) = step_bound(anatomy_table(_measurements(rows([2.0]))), Decide(2, 0.95))  # one repeat of the two needed
     assert g["status"] == "inconclusive" and g["settle"] == "run 1 more repeat(s) of 1x1"
     assert step_bound(None, Decide(2, 0.95)) == [] and step_bound(anatomy_table(_measurements([])), Decide(2, 0.95)) == []
+
+
+def test_the_deploy_recommendation_cites_a_dispatch_bound_step_and_nothing_else():
+    from scaling.decide.stepbound import cite_bound
+
+    def bound(b, status="advice"):
+        return {"id": "step-bound-kan", "status": status, "text": "",
+                "numbers": {"bound": b, "world_size": 1, "dispatch_ms": 2.05, "step_ms": 2.178}}
+
+    deploy = {"id": "deploy-kan", "status": "advice", "text": "kan: fastest 4 ranks.", "numbers": {}}
+    model_json = {"models": {"kan": {"compute": {"params": {"c0_s": {"value": 0.00201}}}}}}
+    (_, g) = cite_bound([bound("dispatch"), dict(deploy)], model_json)
+    assert g["text"].startswith("kan: fastest 4 ranks. What bounds the step: at 1 rank(s) it is dispatch-bound")
+    assert "2.050 ms fixed of 2.178 ms; the performance model's fitted fixed term c0 is 2.010 ms" in g["text"]
+    assert g["numbers"]["step_bound"]["model_c0_ms"] == 2.01
+    for other in (bound("compute"), bound("communication"), bound("dispatch", "inconclusive")):
+        (_, g) = cite_bound([other, dict(deploy, numbers={})], model_json)
+        assert g["text"] == "kan: fastest 4 ranks." and "step_bound" not in g["numbers"]

@@ -12,7 +12,7 @@ from .deploy import recommendation
 from .efficiency import per_rank_batch, strong_efficiency
 from .memory import memory
 from .rules import Decide
-from .stepbound import step_bound
+from .stepbound import cite_bound, step_bound
 
 
 def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None,
@@ -54,4 +54,4 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
     out += ddp_setting_guidelines(tables.get("ddp"), settings.ddp_loss_tolerance_pct, d, model_json)
     out += time_to_accuracy(tables, d, model_json, critical)
     out += recommendation(model_json, settings.model_max_mape_pct)
-    return out
+    return cite_bound(out, model_json)

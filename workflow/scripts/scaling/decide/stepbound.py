@@ -54,3 +54,34 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
         text = f"{head} → {FOLLOWS[r['bound']].format(fixed=fixed)}."
         out.append(rests_on(guideline(gid, "strong", "advice", text, rule, nums), [(topo(r), r["n"])]))
     return out
+
+
+def cite_bound(guidelines: list[dict], model_json: dict | None) -> list[dict]:
+    """The deployment recommendation cites what bounds its model's step (issue 31): where the step is
+    dispatch-bound (advice), the deploy guideline says that more ranks cannot make a step shorter than
+    its fixed cost, with the performance model's own fixed term c0 beside the anatomy's measured one
+    (two ways to the same number: the anatomy's compute-only steps before the clock, and the model's fit
+    over the measured step times), so "add GPUs" never reads as free for a dispatch-bound step."""
+    bounds = {g["id"][len("step-bound-"):]: g for g in guidelines
+              if g["id"].startswith("step-bound-") and g["status"] == "advice"}
+    models = (model_json or {}).get("models") or {}
+    for g in guidelines:
+        if not g["id"].startswith("deploy-"):
+            continue
+        model = g["id"][len("deploy-"):]
+        b = bounds.get(model)
+        if b is None or b["numbers"]["bound"] != "dispatch":
+            continue
+        n = b["numbers"]
+        c0 = (((models.get(model) or {}).get("compute") or {}).get("params") or {}).get("c0_s")
+        fit = (f"; the performance model's fitted fixed term c0 is {1e3 * c0['value']:.3f} ms" if c0 and
+               c0.get("value") is not None else "")
+        g["text"] += (f" What bounds the step: at {n['world_size']} rank(s) it is dispatch-bound ({n['dispatch_ms']:.3f} "
+                      f"ms fixed of {n['step_ms']:.3f} ms{fit}): no number of ranks makes a step shorter than that "
+                      f"fixed cost, so ranks past the point where the per-sample compute is gone buy nothing; raise the "
+                      f"per-rank batch or capture the step as a graph on GPUs first.")
+        g.setdefault("numbers", {})["step_bound"] = {"bound": "dispatch", "dispatch_ms": n["dispatch_ms"],
+                                                     "step_ms": n["step_ms"],
+                                                     "model_c0_ms": round(1e3 * c0["value"], 4) if c0 and
+                                                     c0.get("value") is not None else None}
+    return guidelines
