@@ -82,6 +82,9 @@ class TrainConfig:
         "DDP gradient_as_bucket_view=True (gradients are views into the buckets: one copy less)"))
     nccl_algo: str = field(default="", metadata=meta(
         "NCCL_ALGO for the ranks (CUDA + NCCL only; empty = NCCL chooses)", choices=NCCL_ALGOS))
+    cuda_graphs: bool = field(default=False, metadata=meta(
+        "capture the whole step (forward, loss, backward with DDP's all-reduce, capturable Adam) once as a "
+        "CUDA graph and replay it (CUDA only; kan/graphs.py)"))
     # the rate for growing global batches (kan/lr.py: the rules and their arithmetic, e.g. 512 per
     # rank x 8 ranks = 4096 global against the one-rank 512: linear = lr x 8); left out of a point's
     # id, JSON and command line at their defaults
@@ -107,7 +110,7 @@ class TrainConfig:
         if self.comm_probe_every == 1:
             raise PointError("training.comm_probe_every",
                              "1 would never run a synchronised step; use 0 (no probe) or >= 2")
-        if not self.ddp and self.changed_ddp_settings():
+        if not self.ddp and {k: v for k, v in self.changed_ddp_settings().items() if k != "cuda_graphs"}:
             raise PointError("training.comm_hook",
                              f"the non-DDP baseline has no DDP settings: {self.changed_ddp_settings()}")
 
@@ -131,6 +134,8 @@ class TrainConfig:
             parts.append("view")
         if self.nccl_algo:
             parts.append(self.nccl_algo.lower())
+        if self.cuda_graphs:
+            parts.append("graphs")
         return " ".join(parts)
 
     def measured(self) -> dict:
@@ -155,7 +160,7 @@ class TrainConfig:
 
 
 DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
-                "nccl_algo")
+                "nccl_algo", "cuda_graphs")
 LR_SETTINGS = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples")
 # TrainConfig fields in a point's JSON and command line only where its id's hash has them
 OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS, "lr_candidates")

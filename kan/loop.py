@@ -25,6 +25,8 @@ Validation off the clock: every `eval_every_samples` samples seen (all ranks tog
 evaluates its replica on the held-out rows (identical replicas, identical rows: no communication),
 then waits at a barrier, all between one step's timer and the next; the time it takes is counted
 apart (eval_time_s) and left out of the training time of every curve and of train_time_s.
+
+Under training.cuda_graphs a step is one replay of the captured whole step (kan/graphs.py).
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import anatomy, ddp_wrap, metrics
+from . import anatomy, ddp_wrap, graphs, metrics
 from . import lr as lr_rule
 from .config import Point
 from .data import load_data, make_dataset, shard_indices
 from .distributed import sync
 from .env import DistInfo
 from .models import build_model, num_params
+from .progress import Progress
 
 
 def _delay_hook(delay_s: float):
@@ -62,24 +65,6 @@ def _delay_hook(delay_s: float):
         return fut.then(after)
 
     return hook
-
-
-class Progress:
-    """Rank 0's progress lines: steps done / total, samples/s, ETA."""
-
-    def __init__(self, total_steps: int, global_batch: int, every_s: float, enabled: bool) -> None:
-        self.total, self.global_batch, self.every_s, self.enabled = total_steps, global_batch, every_s, enabled
-        self.t0 = self.last = time.perf_counter()
-
-    def update(self, step: int) -> None:
-        now = time.perf_counter()
-        if not self.enabled or (now - self.last < self.every_s and step != self.total):
-            return
-        self.last = now
-        rate = step / max(now - self.t0, 1e-9)
-        eta = (self.total - step) / max(rate, 1e-9)
-        print(f"[kan.train] step {step}/{self.total} ({100 * step / self.total:.0f}%) "
-              f"{rate * self.global_batch:,.0f} samples/s ETA {eta:.0f} s", flush=True)
 
 
 # Three steps: the first forward and backward load the kernels (numba, ~0.35 s of a 0.4 s KAN time
@@ -135,7 +120,9 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         raise ddp_wrap.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
                                     f"training.comm_hook={t_cfg.comm_hook}")
     ddp_wrap.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
-    net = ddp_wrap.wrap(model, t_cfg) if use_ddp else model
+    wrap = (lambda m: ddp_wrap.wrap(m, t_cfg)) if use_ddp else (lambda m: m)
+    # under capture the recipe builds DDP on a side stream (kan/graphs.py)
+    net = graphs.on_side_stream(wrap, model, device) if t_cfg.cuda_graphs else wrap(model)
     if use_ddp and run.inject_comm_delay_ms > 0:
         net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
     counter = ddp_wrap.ByteCounter()  # what the hook all-reduces in the timed synced steps
@@ -150,16 +137,21 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     startup_s = _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device)
     # what bounds a step (fixed vs per-sample cost, operators), also before the clock and undone
     step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, use_ddp)
-    # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound)
-    opt = torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda")
+    # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound);
+    # a captured step needs Adam(capturable=True) with its rate as a device tensor (kan/graphs.py)
+    opt = (graphs.make_optimizer(net.parameters(), lr_eff, device) if t_cfg.cuda_graphs else
+           torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda"))
     eval_every = t_cfg.eval_every_samples
     next_eval, eval_time, val_curve = eval_every, 0.0, []
     shard_len = len(shard_indices(t_cfg.samples, info.rank, info.world_size, 0, t_cfg.seed))
-    steps_per_epoch = math.ceil(shard_len / bpr)
+    steps_per_epoch = graphs.steps_per_epoch(shard_len, bpr) if t_cfg.cuda_graphs else math.ceil(shard_len / bpr)
     total_steps = t_cfg.epochs * steps_per_epoch
     if t_cfg.max_steps:
         total_steps = min(total_steps, t_cfg.max_steps)
-    probe_every = t_cfg.comm_probe_every if use_ddp else 0
+    # a captured step cannot also run under no_sync: no comm probe (exposed communication unmeasured)
+    probe_every = t_cfg.comm_probe_every if use_ddp and not t_cfg.cuda_graphs else 0
+    # under capture: the eager warm-up and the capture, before the clock and undone (kan/graphs.py)
+    captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr]) if t_cfg.cuda_graphs else None
     progress = Progress(total_steps, bpr * info.world_size, run.progress_every_s, info.is_main)
 
     sync_times: list[float] = []
@@ -187,12 +179,17 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
             probe = probe_every > 0 and step % probe_every == probe_every - 1
             timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
-            if samples_seen < warmup:  # the rate's ramp, before the timer: one float per group
-                for group in opt.param_groups:
-                    group["lr"] = lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup)
+            if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
+                graphs.set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
             t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            if probe:
+            if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
+                loss = captured.step(xb, yb)
+                sync(device)
+                t1 = time.perf_counter()
+                if timed:
+                    sync_times.append(t1 - t0)
+            elif probe:
+                opt.zero_grad(set_to_none=True)
                 with net.no_sync():
                     loss = loss_fn(net(xb), yb)
                     loss.backward()
@@ -209,6 +206,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                     nosync_times.append((t1 - t0) - (tb - ta))
                     flat_ar_times.append(tb - ta)
             else:
+                opt.zero_grad(set_to_none=True)
                 loss = loss_fn(net(xb), yb)
                 with counter.counting(hooked and timed):
                     loss.backward()
@@ -241,6 +239,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                        "elapsed_s": time.perf_counter() - t_train - eval_time})
     sync(device)
     train_time = time.perf_counter() - t_train - eval_time
+    if captured is not None:
+        captured.release()  # before the process group goes (NCCL >= 2.26 waits for graphs using it)
 
     if run.weights_out:
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{run.weights_out}.rank{info.rank}.pt")
@@ -265,6 +265,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "train_time_s": train_time,
         "startup_s": startup_s,
         "anatomy": step_anatomy,
+        "cuda_graphs": captured.facts() if captured is not None else None,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
         "epochs": epochs,
@@ -432,6 +433,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "every_steps": point.train.loss_every_steps,
         },
         "anatomy": anatomy.summarize([r["anatomy"] for r in per_rank], step, exposed),
+        **({"cuda_graphs": r0["cuda_graphs"]} if r0.get("cuda_graphs") else {}),
         "replicas_identical": len({r["weights_checksum"] for r in per_rank}) == 1,
         "weights_checksum": r0["weights_checksum"],
         "ranks": [r["facts"] for r in per_rank],

@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         device = pick_device(point.placement.device, info)
         record["device_type"] = device.type
         record["provenance"]["slurm"] = slurm_env()
+        from .graphs import prepare_env
+
+        prepare_env(point.train.cuda_graphs and device.type == "cuda")  # before the process group exists
         with process_group(info, device, run.pg_timeout_s) as backend:
             record["backend"] = backend
             if point.experiment == "allreduce":

@@ -192,7 +192,7 @@ EXPANDED_FIELDS = {
     "model.impl": (ModelConfig, "impl", "default"), "model.basis": (ModelConfig, "basis", "default"),
     **{f"experiments.ddp.{f}": (TrainConfig, f, "default")
        for f in ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo",
-                 "powersgd_rank", "powersgd_start_iter")},
+                 "powersgd_rank", "powersgd_start_iter", "cuda_graphs")},
     "network.rates_mbit": (Placement, "link_mbit", "maximum"),
     "network.burst_kb": (Placement, "link_burst_kb", "default"),
     "network.latency_us": (Placement, "link_latency_us", "default"),

@@ -52,6 +52,7 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
                                 f"{strong['global_batch']} is not divisible by the world size {world(topo)} of "
                                 f"topologies[{i}]; use a multiple of every world size"))
     out.extend(_nccl_only_problems(cfg))
+    out.extend(_graph_problems(cfg))
     out.extend(_comparison_problems(cfg))
     t = cfg["training"]
     if t["lr_reference_batch"] is not None and t["lr_scaling"] == "none":
@@ -157,6 +158,21 @@ def _nccl_only_problems(cfg: dict) -> list[tuple[str, str]]:
             out.append((f"experiments.ddp.nccl_algo[{i}]",
                         f"{algo!r} is NCCL's algorithm and this study runs on device cpu (gloo, no NCCL); leave "
                         f"nccl_algo out or run on GPUs (device: cuda or auto)"))
+    return out
+
+
+def _graph_problems(cfg: dict) -> list[tuple[str, str]]:
+    """training.cuda_graphs (or true in the ddp experiment's cuda_graphs list) in a device: cpu study:
+    a CUDA graph needs a CUDA device, so every such point would fail when it starts (kan/graphs.py).
+    device auto may find GPUs: a point that finds none fails then, naming the key."""
+    if cfg["device"] != "cpu":
+        return []
+    why = ("is a CUDA graph capture and this study runs on device cpu (gloo), where there is no graph to capture; "
+           "allowed: false, or run on GPUs (device: cuda or auto)")
+    out = [("training.cuda_graphs", f"true {why}")] if cfg["training"]["cuda_graphs"] else []
+    ddp = enabled(cfg["experiments"], "ddp")
+    if ddp and True in ddp["cuda_graphs"]:
+        out.append((f"experiments.ddp.cuda_graphs[{ddp['cuda_graphs'].index(True)}]", f"true {why}"))
     return out
 
 

@@ -20,7 +20,7 @@ from .schema import ConfigError
 
 TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("allreduce", "readiness"))
 # the ddp experiment's lists: every combination of their items is one setting
-DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo")
+DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo", "cuda_graphs")
 # DDP's defaults (the trainer's): the `none` setting every other one is judged against
 # (scaling/tables/ddp.py); the schema's lists default to exactly these (tests/unit/test_config.py)
 DDP_DEFAULTS = {name: default(TrainConfig, name) for name in DDP_LISTS}
