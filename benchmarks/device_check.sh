@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# GPU readiness in one shot: everything kanscale has that only a GPU can run, in at most ~8 minutes
-# on one GPU, into one results file. Without CUDA it runs what it can on the CPU, says clearly what
-# it skipped, and exits 0.
+# GPU readiness in one shot: everything kanscale has that only a GPU can run, in one call of at most
+# 8 minutes on one GPU (BUDGET_S, default 470 s: every step runs under `timeout` with what is left,
+# and a step with under 20 s left is skipped and named), into one results file. Without CUDA it runs
+# what it can on the CPU, says clearly what it skipped, and exits 0.
 #
 #   bash benchmarks/device_check.sh [OUT_DIR] [--quick]
 #
 # OUT_DIR defaults to $OUT (the device tool's output folder) or results/device-check. --quick
-# shortens every step (used by the CPU test of this script). Parts:
+# shortens every step (used by the CPU test of this script). Parts, most wanted first:
 #   1. the machine: GPU, driver, Python, torch, CUDA, NCCL, Triton, numba
-#   2. the CUDA-only tests (fused Triton kernels against the eager path on the device) and the
-#      layer/trainer unit tests
-#   3. the layer benchmark on CUDA: kanscale vs inkan vs efficient-kan vs the MLP, float32, batch
-#      4096 and 16384 (peers only where present: .peers/inkan, .peers/efficient-kan/src; nothing
-#      can be downloaded on the device machine, so carry them)
-#   4. the seed paper's 1-GPU point end to end (python -m kan.train; the paper: 900.6 s on an A100;
-#      target here: <= 2 s of training on an H200-class GPU)
+#   2. the CUDA-only tests (fused Triton kernels against the eager path, a captured step's loss
+#      curve against the eager one over 50 steps) and the layer/trainer/anatomy unit tests
+#   3. the seed paper's 1-GPU point end to end (python -m kan.train, 40 epochs, [2,64,1], batch 512;
+#      the paper: 900.6 s on an A100), eager and then captured (training.cuda_graphs), each with its
+#      step's anatomy (fixed cost, kernels per step, bound); the summary table at the end compares
+#      them against issue 31's targets (captured step <= 0.5 ms, <= 2 s of training, same held-out loss)
+#   4. the layer benchmark on CUDA: kanscale vs inkan vs efficient-kan vs the MLP, float32, batch
+#      4096, then 16384 if time is left (peers only where present: .peers/inkan,
+#      .peers/efficient-kan/src; nothing can be downloaded on the device machine, so carry them)
 #   5. the tiny study on the GPU: NCCL at world size 1, then 2 ranks on the one GPU (NCCL refuses
 #      two ranks on one device; the record then says so)
 #   6. DDP's hooks (none, fp16, bf16, PowerSGD) and NCCL's Ring / Tree (benchmarks/device_ddp.py): at
@@ -39,15 +42,20 @@ PY=python3
 # packages (kan/ and workflow/scripts/*, what pyproject.toml installs elsewhere) through PYTHONPATH
 export PYTHONPATH="$PWD:$PWD/workflow/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 T0=$(date +%s)
+BUDGET_S=${BUDGET_S:-470}
 
 say() { printf '%s\n' "$*" | tee -a "$RES"; }
 section() { say ""; say "## $*"; }
-run() {  # run a step, keep its output (fenced) in the results file, never stop the script
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+run() {  # run a step under the time left, keep its output (fenced) in the results file, never stop the script
   local name=$1; shift
-  local t=$(date +%s)
+  local t=$(date +%s) lim=$(( $(left) - 10 ))
+  [ -n "${CAP:-}" ] && [ "$CAP" -lt "$lim" ] && lim=$CAP  # CAP=seconds run ...: this step's own limit
+  if [ "$lim" -lt 20 ]; then say ""; say "$name: skipped, out of time ($(left) s of ${BUDGET_S} s left)"; return; fi
   say ""; say "\`\`\`"; say "\$ $*"
-  "$@" 2>&1 | tail -n 60 | tee -a "$RES"
+  timeout -k 5 "$lim" "$@" 2>&1 | tail -n 60 | tee -a "$RES"
   local rc=${PIPESTATUS[0]}
+  [ "$rc" = 124 ] && say "(stopped at the ${lim} s left of the budget)"
   say "\`\`\`"
   say "$name: exit $rc, $(( $(date +%s) - t )) s"
 }
@@ -87,34 +95,39 @@ if "$PY" -c 'import pytest' 2>/dev/null && [ "$CUDA" != 1 ] && [ $QUICK = 1 ]; t
   run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_train_cli.py
 elif "$PY" -c 'import pytest' 2>/dev/null; then
   run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_layers.py tests/unit/test_bases.py \
-    tests/unit/test_train_cli.py
+    tests/unit/test_train_cli.py tests/unit/test_graphs.py tests/unit/test_anatomy.py
 else
   say "skipped: pytest is not importable by $PY"
 fi
 
-section "3. layer benchmark"
+section "3. the seed paper's 1-GPU point, eager and captured"
+if [ "$CUDA" = 1 ]; then
+  EPOCHS=40; [ $QUICK = 1 ] && EPOCHS=2
+  run "paper point eager (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
+    --epochs $EPOCHS --json "$OUT_DIR/paper_eager.json"
+  run "paper point captured (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
+    --epochs $EPOCHS --cuda-graphs --json "$OUT_DIR/paper_captured.json"
+else
+  run "paper point (cpu, 2 epochs)" "$PY" benchmarks/paper_point.py --device cpu --epochs 2 \
+    --json "$OUT_DIR/paper_eager.json"
+  say "paper point captured: skipped, a CUDA graph needs a CUDA device"
+fi
+
+section "4. layer benchmark"
 PEERS=()
 [ -d .peers/inkan ] && PEERS+=(--inkan-path .peers/inkan) && IMPL_PEERS=",inkan"
 [ -d .peers/efficient-kan/src ] && PEERS+=(--efficient-kan-path .peers/efficient-kan/src) && IMPL_PEERS="${IMPL_PEERS:-},efficient-kan"
 [ ${#PEERS[@]} -eq 0 ] && say "peers: none carried (.peers/inkan, .peers/efficient-kan/src): kanscale vs the MLP only"
 if [ "$CUDA" = 1 ]; then
-  ROUNDS=3; [ $QUICK = 1 ] && ROUNDS=1
-  for batch in 4096 16384; do
-    run "bench cuda batch $batch" "$PY" benchmarks/bench_layers.py --device cuda --workload all --batch $batch \
+  ROUNDS=2; [ $QUICK = 1 ] && ROUNDS=1
+  for batch in 4096 16384; do  # at most 2 minutes each: parts 5 and 6 keep their time
+    CAP=120 run "bench cuda batch $batch" "$PY" benchmarks/bench_layers.py --device cuda --workload all --batch $batch \
       --rounds $ROUNDS --steps 50 --impls "kanscale,kanscale-eager,mlp${IMPL_PEERS:-}" "${PEERS[@]}" \
       --json "$OUT_DIR/bench_cuda_$batch.json"
   done
 else
   run "bench cpu (small)" "$PY" benchmarks/bench_layers.py --device cpu --workload small --rounds 1 --steps 10 \
     --impls kanscale,mlp
-fi
-
-section "4. the seed paper's 1-GPU point"
-if [ "$CUDA" = 1 ]; then
-  EPOCHS=40; [ $QUICK = 1 ] && EPOCHS=2
-  run "paper point (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 --epochs $EPOCHS
-else
-  run "paper point (cpu, 2 epochs)" "$PY" benchmarks/paper_point.py --device cpu --epochs 2
 fi
 
 section "5. the tiny study on the device"
@@ -124,6 +137,9 @@ run "points on $DEV" "$PY" benchmarks/device_points.py --device $DEV --out "$OUT
 section "6. DDP settings on the device"
 Q=(); [ $QUICK = 1 ] && Q=(--quick)
 run "ddp settings on $DEV" "$PY" benchmarks/device_ddp.py --device $DEV --out "$OUT_DIR/ddp" "${Q[@]}"
+
+section "7. summary: the paper's point, eager against captured"
+"$PY" benchmarks/paper_summary.py "$OUT_DIR/paper_eager.json" "$OUT_DIR/paper_captured.json" | tee -a "$RES"
 
 section "done"
 say "total $(( $(date +%s) - T0 )) s; results in $RES"

@@ -3,9 +3,12 @@
 (data generation, DDP wrapper and the measurement included). The paper: 900.6 s on an A100 (pykan).
 
     .venv/bin/python benchmarks/paper_point.py [--impl kanscale|mlp] [--threads 2] [--device auto]
+        [--cuda-graphs] [--json summary.json]
 
 Prints the command's wall time (interpreter start to exit), the training loop's time from the
-record, and the throughput.
+record, the throughput, the held-out loss and the step's anatomy (fixed cost, operators or kernels
+per step, bound); --cuda-graphs replays the whole step as one CUDA graph (training.cuda_graphs);
+--json writes those numbers for benchmarks/device_check.sh's summary table.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--torchrun", action="store_true", help="start it under torchrun (+ an agent process)")
+    ap.add_argument("--cuda-graphs", action="store_true", help="capture the whole step as a CUDA graph")
+    ap.add_argument("--json", type=Path, help="write the summary numbers here")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rec.json"
@@ -37,12 +42,19 @@ def main() -> None:
         cmd = [*(launcher if a.torchrun else [sys.executable]), "-m", "kan.train", f"--impl={a.impl}",
                f"--basis={a.basis}", "--widths=2,64,1", "--grid-size=10", "--spline-order=3", "--grid-range=-2,2",
                "--samples=100000", f"--epochs={a.epochs}", "--batch-per-rank=512", "--lr=0.001",
-               f"--device={a.device}", f"--threads-per-rank={a.threads}", f"--out={out}", "--progress-every-s=1000"]
+               f"--device={a.device}", f"--threads-per-rank={a.threads}", f"--out={out}", "--progress-every-s=1000",
+               *(["--cuda-graphs"] if a.cuda_graphs else [])]
         env = {**os.environ, "OMP_NUM_THREADS": str(a.threads)}
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - t0
         rec = json.loads(out.read_text())
+    if rec["status"] != "ok":  # a failed point is data: say why, and keep it for the summary
+        print(f"failed (exit {done.returncode}): {rec.get('reason')}")
+        if a.json:
+            a.json.write_text(json.dumps({"status": rec["status"], "reason": rec.get("reason"),
+                                          "cuda_graphs": a.cuda_graphs}))
+        sys.exit(1)
     t = rec["timing"]
     print(f"{'torchrun' if a.torchrun else 'python'} -m kan.train, DDP at world size 1 ({rec['backend']}); "
           f"impl {a.impl}/{a.basis}, device {rec['device_type']} ({rec['ranks'][0]['device_name']}), "
@@ -50,6 +62,17 @@ def main() -> None:
     print(f"command wall {wall:.1f} s; training loop {t['train_time_s']:.1f} s; "
           f"median step {t['step_time_s'] * 1e3:.3f} ms = {rec['throughput']['samples_per_s']:,.0f} samples/s; "
           f"final train loss {rec['loss']['final_train']:.4g}, test loss {rec['loss']['test']:.4g}")
+    an = rec.get("anatomy") or {}
+    if an:
+        print(f"anatomy ({an['step']} step): fixed {an['eager_fixed_step_ms']:.3f} ms eager, "
+              f"{an['per_sample_us']:.3f} us a sample, {an['ops_per_step']} {an['ops_kind']} per step, "
+              f"GPU busy {an['gpu_busy_pct'] if an['gpu_busy_pct'] is not None else '-'}%, bound {an['bound']}")
+    if a.json:
+        a.json.write_text(json.dumps({
+            "status": "ok", "cuda_graphs": a.cuda_graphs, "capture": rec.get("cuda_graphs"), "epochs": a.epochs,
+            "device": rec["ranks"][0]["device_name"], "step_ms": t["step_time_s"] * 1e3, "steps": t["num_steps"],
+            "train_time_s": t["train_time_s"], "startup_s": t.get("startup_s"), "wall_s": wall,
+            "final_train_loss": rec["loss"]["final_train"], "test_loss": rec["loss"]["test"], "anatomy": an}))
     if a.epochs == 40:
         print(f"paper (A100, pykan): {PAPER_S} s -> {PAPER_S / wall:.1f}x faster end to end")
 

@@ -136,9 +136,16 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
             **ops}
 
 
-def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None) -> dict | None:
+CAPTURED_RULE = ("captured step (training.cuda_graphs): the line is the eager step's (measured before capture); "
+                 "compute = cost per sample x per-rank batch, dispatch = what remains of the measured replayed "
+                 "step (one graph launch and the batch's copy-in), communication unmeasured (no probe in a graph)")
+
+
+def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, captured: bool = False) -> dict | None:
     """The record's `anatomy` from every rank's raw measurement (the slowest rank's compute line sets
-    the pace, as its steps do) and the measured synced step."""
+    the pace, as its steps do) and the measured synced step. A captured step (training.cuda_graphs)
+    keeps the eager line for its compute and takes its dispatch as the rest of the replayed step:
+    capture removes the per-operator launches, not the arithmetic."""
     mine = [r for r in raw if r]
     if not mine:
         return None
@@ -147,6 +154,9 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None) ->
     b = slowest["batches"][1]
     parts = {"dispatch": 1e3 * fixed, "compute": 1e3 * per_sample * b,
              "communication": 1e3 * max(exposed_s, 0.0) if exposed_s is not None else None}
+    if captured:
+        parts = {"dispatch": 1e3 * max(step_s - per_sample * b, 0.0), "compute": parts["compute"],
+                 "communication": None}
     return {
         "fixed_step_ms": 1e3 * fixed, "per_sample_us": 1e6 * per_sample,
         "batches": slowest["batches"], "compute_step_ms": [1e3 * t for t in slowest["step_s"]],
@@ -154,5 +164,6 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None) ->
         "gpu_busy_pct": slowest["gpu_busy_pct"],
         "step_ms": 1e3 * step_s, "parts_ms": parts,
         "fixed_share_pct": 100.0 * parts["dispatch"] / (1e3 * step_s) if step_s > 0 else None,
-        "bound": bound(parts), "rule": RULE, "steps_per_batch": ANATOMY_STEPS,
+        "bound": bound(parts), "rule": CAPTURED_RULE if captured else RULE, "steps_per_batch": ANATOMY_STEPS,
+        "step": "captured" if captured else "eager", "eager_fixed_step_ms": 1e3 * fixed,
     }

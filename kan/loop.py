@@ -432,7 +432,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "curve": r0["curve"],
             "every_steps": point.train.loss_every_steps,
         },
-        "anatomy": anatomy.summarize([r["anatomy"] for r in per_rank], step, exposed),
+        "anatomy": anatomy.summarize([r["anatomy"] for r in per_rank], step, exposed, bool(r0.get("cuda_graphs"))),
         **({"cuda_graphs": r0["cuda_graphs"]} if r0.get("cuda_graphs") else {}),
         "replicas_identical": len({r["weights_checksum"] for r in per_rank}) == 1,
         "weights_checksum": r0["weights_checksum"],

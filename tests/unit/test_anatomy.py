@@ -44,6 +44,19 @@ def test_the_summary_takes_the_slowest_ranks_line_and_the_measured_step():
     assert anatomy.summarize([None, None], 0.004, None) is None
 
 
+def test_a_captured_step_keeps_the_eager_compute_and_takes_its_dispatch_from_the_replay():
+    # eager line: 3 ms fixed + 1 us a sample; the replayed step at b = 64 takes 0.1 ms
+    raw = [{"batches": [16, 64], "step_s": [0.003016, 0.003064], "ops_per_step": 400, "ops_kind": "k",
+            "gpu_busy_pct": 3.0}]
+    a = anatomy.summarize(raw, step_s=0.0001, exposed_s=0.00002, captured=True)
+    assert a["step"] == "captured" and a["eager_fixed_step_ms"] == pytest.approx(3.0)
+    assert a["parts_ms"]["compute"] == pytest.approx(0.064)
+    assert a["parts_ms"]["dispatch"] == pytest.approx(0.1 - 0.064)  # one launch and the copy-in, not 3 ms
+    assert a["parts_ms"]["communication"] is None and a["bound"] == "compute"
+    eager = anatomy.summarize(raw, step_s=0.0031, exposed_s=None)
+    assert eager["step"] == "eager" and eager["bound"] == "dispatch"
+
+
 class KnownCost(nn.Module):
     """A step of 6 ms whatever the batch plus 60 us a sample, on a clock its forward advances (the
     method's arithmetic on known costs, no wall-clock timing in a test)."""
