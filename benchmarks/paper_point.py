@@ -67,8 +67,10 @@ def main() -> None:
         print(f"anatomy ({an['step']} step): fixed {an['eager_fixed_step_ms']:.3f} ms eager, "
               f"{an['per_sample_us']:.3f} us a sample, {an['ops_per_step']} {an['ops_kind']} per step, "
               f"GPU busy {an['gpu_busy_pct'] if an['gpu_busy_pct'] is not None else '-'}%, bound {an['bound']}")
+    kern = rec.get("kernels") or {}
+    print(f"kernels: {kern.get('path')} ({kern.get('why')})")
     if a.json:
-        a.json.write_text(json.dumps({
+        a.json.write_text(json.dumps({"kernels": kern,
             "status": "ok", "cuda_graphs": a.cuda_graphs, "capture": rec.get("cuda_graphs"), "epochs": a.epochs,
             "device": rec["ranks"][0]["device_name"], "step_ms": t["step_time_s"] * 1e3, "steps": t["num_steps"],
             "train_time_s": t["train_time_s"], "startup_s": t.get("startup_s"), "wall_s": wall,

@@ -29,13 +29,13 @@ def load(path: str) -> dict:
 
 def row(name: str, r: dict) -> str:
     if r.get("status") != "ok":
-        return f"| {name} | {r.get('status')}: {r.get('reason')} | | | | | |"
+        return f"| {name} | {r.get('status')}: {r.get('reason')} | | | | | | |"
     an = r.get("anatomy") or {}
     kernels = f"{an.get('ops_per_step')} {an.get('ops_kind', '')}".strip()
     if r.get("cuda_graphs"):  # the anatomy counts the eager step's kernels; a replay launches them as one graph
         kernels += ", replayed as one graph launch"
     return (f"| {name} | {r['step_ms']:.3f} | {kernels} | {an.get('bound')} | {r['train_time_s']:.2f} "
-            f"| {r['test_loss']:.4g} | {r['epochs']} |")
+            f"| {r['test_loss']:.4g} | {r['epochs']} | {(r.get('kernels') or {}).get('path')} |")
 
 
 def verdicts(eager: dict, captured: dict) -> list[str]:
@@ -58,13 +58,17 @@ def verdicts(eager: dict, captured: dict) -> list[str]:
 
 def main(argv: list[str]) -> int:
     eager, captured = load(argv[0]), load(argv[1])
-    print("| run | median step (ms) | operators or kernels per step | bound | training (s) | held-out loss | epochs |")
-    print("|---|---:|---|---|---:|---:|---:|")
+    print("| run | median step (ms) | operators or kernels per step | bound | training (s) | held-out loss | epochs "
+          "| B-spline kernels |")
+    print("|---|---:|---|---|---:|---:|---:|---|")
     print(row("eager", eager))
     print(row("captured (training.cuda_graphs)", captured))
     print()
     for line in verdicts(eager, captured):
         print(f"- {line}")
+    for name, r in (("eager", eager), ("captured", captured)):
+        if (r.get("kernels") or {}).get("why"):
+            print(f"- {name} kernels: {r['kernels']['path']}: {r['kernels']['why']}")
     return 0
 
 

@@ -70,7 +70,8 @@ def count_ops_mode():
     return CountOps()
 
 
-def _step(net, opt, loss_fn, xb, yb, ddp: bool) -> None:
+def compute_only_step(net, opt, loss_fn, xb, yb, ddp: bool) -> None:
+    """One training step without DDP's all-reduce (no_sync): what the compute of a step costs."""
     opt.zero_grad(set_to_none=True)
     with net.no_sync() if ddp else contextlib.nullcontext():
         loss_fn(net(xb), yb).backward()
@@ -89,7 +90,7 @@ def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
         sync(device)
         t0 = perf_counter()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            _step(net, opt, loss_fn, xb, yb, ddp)
+            compute_only_step(net, opt, loss_fn, xb, yb, ddp)
             sync(device)
         wall = perf_counter() - t0
         kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -98,7 +99,7 @@ def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
                 "gpu_busy_pct": 100.0 * busy / wall if wall > 0 else None}
     counter = count_ops_mode()
     with counter:
-        _step(net, opt, loss_fn, xb, yb, ddp)
+        compute_only_step(net, opt, loss_fn, xb, yb, ddp)
     return {"ops_per_step": counter.count, "ops_kind": "aten operators dispatched (nested included)",
             "gpu_busy_pct": None}
 
@@ -123,7 +124,7 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
             for b in (small, batch):  # interleaved: a drift of the machine falls on both alike
                 sync(device)
                 t0 = perf_counter()
-                _step(net, opt, loss_fn, x_all[:b], y_all[:b], ddp)
+                compute_only_step(net, opt, loss_fn, x_all[:b], y_all[:b], ddp)
                 sync(device)
                 times[b].append(perf_counter() - t0)
         ops = _ops(net, opt, loss_fn, x_all[:batch], y_all[:batch], ddp, device)
@@ -158,7 +159,7 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, ca
         parts = {"dispatch": 1e3 * max(step_s - per_sample * b, 0.0), "compute": parts["compute"],
                  "communication": None}
     return {
-        "fixed_step_ms": 1e3 * fixed, "per_sample_us": 1e6 * per_sample,
+        "fixed_step_ms": parts["dispatch"], "per_sample_us": 1e6 * per_sample,
         "batches": slowest["batches"], "compute_step_ms": [1e3 * t for t in slowest["step_s"]],
         "ops_per_step": slowest["ops_per_step"], "ops_kind": slowest["ops_kind"],
         "gpu_busy_pct": slowest["gpu_busy_pct"],

@@ -39,7 +39,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import anatomy, ddp_wrap, graphs, metrics
+from . import anatomy, ddp_wrap, graphs, kernel_choice, metrics
 from . import lr as lr_rule
 from .config import Point
 from .data import load_data, make_dataset, shard_indices
@@ -135,6 +135,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     loss_fn = F.cross_entropy if data.classification else F.mse_loss
     bpr = t_cfg.batch_per_rank
     startup_s = _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device)
+    # which B-spline kernels run (Triton only where it timed faster here), before the clock and undone
+    kernels = kernel_choice.choose(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device, use_ddp)
     # what bounds a step (fixed vs per-sample cost, operators), also before the clock and undone
     step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, use_ddp)
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound);
@@ -265,6 +267,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "train_time_s": train_time,
         "startup_s": startup_s,
         "anatomy": step_anatomy,
+        "kernels": kernels,
         "cuda_graphs": captured.facts() if captured is not None else None,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
@@ -433,6 +436,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "every_steps": point.train.loss_every_steps,
         },
         "anatomy": anatomy.summarize([r["anatomy"] for r in per_rank], step, exposed, bool(r0.get("cuda_graphs"))),
+        "kernels": r0["kernels"],
         **({"cuda_graphs": r0["cuda_graphs"]} if r0.get("cuda_graphs") else {}),
         "replicas_identical": len({r["weights_checksum"] for r in per_rank}) == 1,
         "weights_checksum": r0["weights_checksum"],

@@ -148,8 +148,12 @@ def test_full_study_produces_records_tables_and_report(study):
     assert len(sweep) == 2 * 8  # 2 topologies x 8 sizes
     assert (sweep["corun_slowdown"] > 0).all()  # each sweep point measured its ranks' co-run slowdown
     html = (work / "reports" / STUDY / "report.html").read_text()
-    for section in ("strong", "weak", "comm", "model_size", "guidelines"):
+    for section in ("strong", "weak", "comm", "model_size", "guidelines", "anatomy"):
         assert f'id="{section}"' in html, section
+    # what bounds each training step, and which B-spline kernels ran (kan/anatomy.py, kan/kernel_choice.py)
+    trained = [r for r in recs.values() if r["point"]["experiment"] != "allreduce"]
+    assert all(r["anatomy"]["bound"] in ("dispatch", "compute", "communication") for r in trained)
+    assert {r["kernels"]["path"] for r in trained} <= {"numba", "eager"} and all(r["kernels"]["why"] for r in trained)
     # no launcher outlives its point, no claim is left behind
     assert not list((work / "results" / STUDY / "attempts").glob("*/claim.json"))
 

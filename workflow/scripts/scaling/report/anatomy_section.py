@@ -11,7 +11,7 @@ from .plots_anatomy import PREFIX
 from .sections import figure_entries
 
 HEADERS = ["experiment", "model", "world size", "per-rank batch", "step (ms)", "dispatch (ms)", "compute (ms)",
-           "exposed comm (ms)", "unexplained (ms)", "dispatch share", "operators / step", "GPU busy", "bound"]
+           "exposed comm (ms)", "unexplained (ms)", "dispatch share", "operators / step", "GPU busy", "kernels", "bound"]
 ADVICE = {
     "dispatch": "a dispatch-bound step does not get shorter with more ranks at a fixed global batch (a smaller "
                 "per-rank batch saves only per-sample time): raise the per-rank batch, or on GPUs capture the "
@@ -37,7 +37,8 @@ def anatomy_context(table: pd.DataFrame | None, manifest: dict, figures_dir) -> 
     rows = [[r["experiment"], r["model"], int(r["world_size"]), int(r["batch_per_rank"]), _ms(r["step_ms"]),
              _ms(r["dispatch_ms"]), _ms(r["compute_ms"]), _ms(r["communication_ms"]), _ms(r["other_ms"]),
              _pct(r["dispatch_share_pct"]), "" if pd.isna(r["ops_per_step"]) else f"{float(r['ops_per_step']):.0f}",
-             _pct(r["gpu_busy_pct"]), r["bound"]] for _, r in table.iterrows()]
+             _pct(r["gpu_busy_pct"]), "" if pd.isna(r["kernels"]) else r["kernels"], r["bound"]]
+            for _, r in table.iterrows()]
     words = []
     for (exp, model), g in table.groupby(["experiment", "model"], sort=True):
         g = g.sort_values("world_size")

@@ -15,8 +15,17 @@ from .aggregate import GROUP
 # GROUP (a configuration's key: the adaptive looks add repeats by it), then the parts; n_agree = the
 # repeats whose own parts give the same bound as the means
 COLUMNS = [*GROUP, "world_size", "placement_class", "batch_per_rank", "n", "n_agree", "step_ms", "dispatch_ms",
-           "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct", "ops_per_step", "gpu_busy_pct", "bound"]
+           "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct", "ops_per_step", "gpu_busy_pct", "kernels", "bound"]
 EXPERIMENTS = ("strong", "weak", "comm", "model_size")
+
+
+def _kernels(g: pd.DataFrame) -> str | None:
+    """The kernel path(s) the repeats ran, '+ graph' where the step was a CUDA graph replay (None: records
+    from before the choice was recorded)."""
+    if "kernel_path" not in g or g["kernel_path"].isna().all():
+        return None
+    captured = "step_kind" in g and (g["step_kind"] == "captured").any()
+    return "+".join(sorted(set(g["kernel_path"].dropna()))) + (" + graph" if captured else "")
 
 
 def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -47,6 +56,6 @@ def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
                      "dispatch_share_pct": 100.0 * means["dispatch_ms"] / means["step_ms"] if means["step_ms"] else None,
                      "ops_per_step": float(g["ops_per_step"].mean()) if "ops_per_step" in g else None,
                      "gpu_busy_pct": float(g["gpu_busy_pct"].mean()) if "gpu_busy_pct" in g and g["gpu_busy_pct"].notna().any() else None,
-                     "bound": bound})
+                     "kernels": _kernels(g), "bound": bound})
     out = pd.DataFrame(rows).reindex(columns=COLUMNS)
     return out.sort_values(["experiment", "model", "world_size", "nodes"]).reset_index(drop=True)

@@ -195,6 +195,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "fixed_step_ms": _get(rec, "anatomy", "fixed_step_ms"), "per_sample_us": _get(rec, "anatomy", "per_sample_us"),
         "ops_per_step": _get(rec, "anatomy", "ops_per_step"), "gpu_busy_pct": _get(rec, "anatomy", "gpu_busy_pct"),
         "bound": _get(rec, "anatomy", "bound"),
+        # which B-spline kernels ran (kan/kernel_choice.py) and whether the step was one CUDA graph replay
+        "kernel_path": _get(rec, "kernels", "path"), "step_kind": _get(rec, "anatomy", "step"),
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
         "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,
         "finished_utc": rec.get("finished_utc"),
