@@ -154,6 +154,8 @@ def test_full_study_produces_records_tables_and_report(study):
     trained = [r for r in recs.values() if r["point"]["experiment"] != "allreduce"]
     assert all(r["anatomy"]["bound"] in ("dispatch", "compute", "communication") for r in trained)
     assert {r["kernels"]["path"] for r in trained} <= {"numba", "eager"} and all(r["kernels"]["why"] for r in trained)
+    assert training["kernel_path"].notna().all() and set(training["step_kind"]) == {"eager"}
+    assert re.search(r'id="table-anatomy">.*?<td>(numba|eager)</td>', html, re.S)
     # no launcher outlives its point, no claim is left behind
     assert not list((work / "results" / STUDY / "attempts").glob("*/claim.json"))
 

@@ -42,6 +42,8 @@ COLUMNS = [
     "queue_wait_s", "slurm_submit_unix", "pack", "pack_index", "alloc_offset_s",
     # what bounds the step (kan/anatomy.py): fixed and per-sample cost, operators, the largest part
     "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct", "bound",
+    # which B-spline kernels ran (kan/kernel_choice.py); eager or captured (training.cuda_graphs)
+    "kernel_path", "step_kind",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
