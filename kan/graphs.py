@@ -115,6 +115,7 @@ class CapturedStep:
         except Exception as e:  # noqa: BLE001 - any capture failure is this point's failure, with its cause
             raise GraphError(f"training.cuda_graphs: the whole-step capture failed: {type(e).__name__}: {e}") from e
         self._restore(model, opt, saved, lrs)
+        torch.cuda.synchronize()
 
     @staticmethod
     def _restore(model, opt, saved: dict, lrs: list) -> None:
@@ -129,7 +130,6 @@ class CapturedStep:
             for g, lr in zip(opt.param_groups, lrs):
                 if isinstance(g["lr"], torch.Tensor):
                     g["lr"].copy_(lr)
-        torch.cuda.synchronize()
 
     @staticmethod
     def facts() -> dict:

@@ -100,3 +100,24 @@ def test_a_captured_step_drops_the_partial_batch_and_refuses_a_shard_below_one_b
     assert graphs.steps_per_epoch(64, 64) == 1
     with pytest.raises(graphs.GraphError, match=r"^training\.cuda_graphs: a rank's shard has 63 samples"):
         graphs.steps_per_epoch(63, 64)
+
+
+def test_after_the_warm_up_the_weights_and_adam_start_again_in_the_same_tensors():
+    # a graph keeps the addresses it captured: the restore writes in place (kan/graphs.py, fair clock)
+    model = build_model(ModelConfig(widths=(2, 8, 1), grid_size=5), 0)
+    opt = torch.optim.Adam(model.parameters(), lr=torch.tensor(0.01), capturable=False)
+    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    lrs = [g["lr"].clone() for g in opt.param_groups]
+    x, y = torch.rand(64, 2), torch.rand(64, 1)
+    for _ in range(3):  # what the eager warm-up does to them
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+    graphs.set_lr(opt, 0.5)
+    tensors = {k: v.data_ptr() for k, v in model.state_dict().items()}
+    state = [t.data_ptr() for s in opt.state.values() for t in s.values()]
+    graphs.CapturedStep._restore(model, opt, saved, lrs)
+    assert all(torch.equal(v, saved[k]) and v.data_ptr() == tensors[k] for k, v in model.state_dict().items())
+    assert all(float(t.abs().sum()) == 0 for s in opt.state.values() for t in s.values())
+    assert [t.data_ptr() for s in opt.state.values() for t in s.values()] == state
+    assert float(opt.param_groups[0]["lr"]) == pytest.approx(0.01)
