@@ -104,6 +104,22 @@ def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
             "gpu_busy_pct": None}
 
 
+@contextlib.contextmanager
+def leaves_no_trace(model, device):
+    """Untimed steps inside train nothing for the clock: the weights and buffers (copied back in
+    place), the gradients and the random state are as they were before. The start-up, the anatomy
+    and the kernel choice all run their throwaway steps under it."""
+    import torch
+
+    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        yield
+    with torch.no_grad():
+        model.load_state_dict(saved)
+    for p in model.parameters():
+        p.grad = None
+
+
 def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, ddp: bool,
             steps: int = ANATOMY_STEPS) -> dict | None:
     """This rank's raw anatomy: compute-only step medians at b/4 and b, and one step's operators;
@@ -116,9 +132,8 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
     if batch < 2 or len(x_all) < batch:
         return None
     small = batch // 4 or batch // 2  # 2 and 3 samples: 1
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     times: dict[int, list[float]] = {small: [], batch: []}
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+    with leaves_no_trace(model, device):
         opt = torch.optim.Adam(net.parameters(), lr=lr, fused=device.type == "cuda")
         for _ in range(steps):
             for b in (small, batch):  # interleaved: a drift of the machine falls on both alike
@@ -128,10 +143,6 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
                 sync(device)
                 times[b].append(perf_counter() - t0)
         ops = _ops(net, opt, loss_fn, x_all[:batch], y_all[:batch], ddp, device)
-    with torch.no_grad():
-        model.load_state_dict(saved)
-    for p in model.parameters():
-        p.grad = None
     sync(device)
     return {"batches": [small, batch], "step_s": [statistics.median(times[small]), statistics.median(times[batch])],
             **ops}

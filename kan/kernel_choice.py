@@ -62,15 +62,14 @@ def choose(net, model, loss_fn, xb, yb, lr: float, device, ddp: bool, steps: int
     import torch.distributed as dist
 
     from . import _triton_bspline
-    from .anatomy import compute_only_step
+    from .anatomy import compute_only_step, leaves_no_trace
     from .distributed import sync
 
     known = _untimed(model, device)
     if known:
         return known
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     times: dict[bool, list[float]] = {True: [], False: []}
-    with torch.random.fork_rng(devices=[device]):
+    with leaves_no_trace(model, device):
         opt = torch.optim.Adam(net.parameters(), lr=lr, fused=True)
         for _ in range(steps):
             for fused in (True, False):
@@ -83,10 +82,6 @@ def choose(net, model, loss_fn, xb, yb, lr: float, device, ddp: bool, steps: int
     medians = torch.tensor([statistics.median(times[True]), statistics.median(times[False])], device=device)
     if ddp and dist.is_initialized():
         dist.all_reduce(medians, op=dist.ReduceOp.MAX)  # every rank takes the same path
-    with torch.no_grad():
-        model.load_state_dict(saved)
-    for p in model.parameters():
-        p.grad = None
     choice = decide(1e3 * float(medians[0]), 1e3 * float(medians[1]), len(xb), steps)
     _triton_bspline.set_enabled(choice["path"] == "triton")
     sync(device)

@@ -79,18 +79,13 @@ def _startup(net, model, loss_fn, xb: torch.Tensor, yb: torch.Tensor, lr: float,
     Every rank runs the same steps (each synced backward is DDP's collective), so every replica is
     restored from its own identical copy and they stay identical."""
     t0 = time.perf_counter()
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+    with anatomy.leaves_no_trace(model, device):
         throwaway = torch.optim.Adam(net.parameters(), lr=lr, fused=device.type == "cuda")
         for _ in range(STARTUP_STEPS):
             throwaway.zero_grad(set_to_none=True)
             loss_fn(net(xb), yb).backward()
             throwaway.step()
         sync(device)
-    with torch.no_grad():
-        model.load_state_dict(saved)
-    for p in model.parameters():
-        p.grad = None
     ddp_wrap.restart_hook_state(net)
     sync(device)
     return time.perf_counter() - t0
@@ -184,14 +179,9 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
                 graphs.set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
             t0 = time.perf_counter()
-            if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
-                loss = captured.step(xb, yb)
-                sync(device)
-                t1 = time.perf_counter()
-                if timed:
-                    sync_times.append(t1 - t0)
-            elif probe:
+            if captured is None:  # a replay's backward writes its static grads: nothing to zero
                 opt.zero_grad(set_to_none=True)
+            if probe:  # never under capture (probe_every is 0 there)
                 with net.no_sync():
                     loss = loss_fn(net(xb), yb)
                     loss.backward()
@@ -208,11 +198,13 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                     nosync_times.append((t1 - t0) - (tb - ta))
                     flat_ar_times.append(tb - ta)
             else:
-                opt.zero_grad(set_to_none=True)
-                loss = loss_fn(net(xb), yb)
-                with counter.counting(hooked and timed):
-                    loss.backward()
-                opt.step()
+                if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
+                    loss = captured.step(xb, yb)
+                else:
+                    loss = loss_fn(net(xb), yb)
+                    with counter.counting(hooked and timed):
+                        loss.backward()
+                    opt.step()
                 sync(device)
                 t1 = time.perf_counter()
                 if timed:
