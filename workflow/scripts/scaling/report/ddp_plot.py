@@ -11,7 +11,7 @@ import seaborn as sns
 
 from ..common.columns import DEFAULT_DDP_SETTING
 from . import plotkit as kit
-from .series import TITLES
+from .series import LOSS_LABEL, TITLES
 
 
 def _where(r) -> str:
@@ -86,7 +86,7 @@ def plot_curves(t: pd.DataFrame, curves: pd.DataFrame, folder: Path) -> dict:
         ax.axhline(float(tgt.iloc[0]), color="tab:red", lw=1, ls="-.", label=f"target {float(tgt.iloc[0]):.3g}")
     kit.plain_log_y(ax)
     ax.set_xlabel("training time (s, start-up excluded)")
-    ax.set_ylabel("training loss (MSE, mean over ranks)")
+    ax.set_ylabel(LOSS_LABEL)
     ax.set_title("Training loss per DDP setting")
     kit.legend_below(fig, ax)
     return {"file": kit.save(fig, folder, "ddp_loss_curves"), "title": TITLES["ddp_loss_curves"],

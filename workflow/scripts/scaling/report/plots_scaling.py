@@ -11,8 +11,8 @@ import seaborn as sns
 
 from . import plotkit as kit
 from .reference import comparable, overlay_label, overlay_note
-from .series import (REF_STYLE, REFERENCE_LABEL, TITLES, draw_model, entry, frame, measured, model_caption,
-                     studies_with)
+from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, draw_model, entry, frame, measured,
+                     model_caption, studies_with)
 
 
 def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, folder: Path,
@@ -103,7 +103,7 @@ def plot_loss_curves(studies: list[dict], st: kit.Styles, folder: Path) -> dict:
                            label=f"{studies[i]['name'] + ' · ' if st.multi else ''}target {float(tgt.iloc[0]):.3g}")
         kit.plain_log_y(ax)
         ax.set_xlabel("training time (s, start-up excluded)")
-        ax.set_ylabel("training loss (MSE, mean over ranks)")
+        ax.set_ylabel(LOSS_LABEL)
         ax.set_title(model)
     for ax in list(axes.flat)[len(models):]:
         ax.set_visible(False)

@@ -13,6 +13,8 @@ from . import plotkit as kit
 
 REFERENCE_LABEL = "seed paper (A100, pykan)"
 REF_STYLE = {"color": "0.45", "marker": "s", "linestyle": ":", "markersize": 6, "label": REFERENCE_LABEL}
+# the trainer's loss (kan/loop.py): MSE on a regression target, cross-entropy on a classification table
+LOSS_LABEL = "training loss (MSE, or cross-entropy for classes; mean over ranks)"
 TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Strong scaling: efficiency",
           "loss_curves": "Training loss vs training time", "weak_throughput": "Weak scaling: throughput per rank",
           "weak_efficiency": "Weak scaling: efficiency", "comm_exposed": "Exposed communication by placement",
