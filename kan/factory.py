@@ -2,7 +2,7 @@
 names, as `package.module:function` (importable where the trainer runs) or `path/to/file.py:function`
 (the workflow resolves a relative path against the config file that names it, plan/factories.py).
 
-The factory's contract (README "Your own KAN"): it is called with the study's model settings as
+The factory's contract (docs/your-model.md): it is called with the study's model settings as
 keyword arguments, only those its signature takes (all of them if it takes **kwargs):
 
     widths: list[int]              layer widths, input first (widths[0] = data inputs)

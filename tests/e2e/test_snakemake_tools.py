@@ -1,4 +1,4 @@
-"""Snakemake's own tools see kanscale: --lint finds only the two kinds README explains, snakefmt has
+"""Snakemake's own tools see kanscale: --lint finds only the two kinds docs/developing.md explains, snakefmt has
 nothing to change, and the workflow runs as a module of another workflow in another folder."""
 
 import re
@@ -14,7 +14,7 @@ from workflow_runs import snakemake, tiny
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-# README "Snakemake's own tools": why each remaining lint is there on purpose
+# docs/developing.md "Snakemake's own tools": why each remaining lint is there on purpose
 ALLOWED_LINTS = ("Specify a conda environment or container for each rule.",)
 ALLOWED_GLOBALS = {"PYTHON", "LAUNCHER", "PYKAN_ENV", "LAUNCH_JSON", "LIMITS_JSON", "SNAKEMAKE_PID", "SCRIPTS_DIR",
                    "STUDY_CONFIG_JSON"}

@@ -3,7 +3,7 @@ inside the checkout), from a checkout whose path holds a space and a `$(...)`; t
 .venv's snakemake, what an operator does to it: `make status` and `make report` while it runs ->
 what is done and what is missing, the study undisturbed; nothing changed -> nothing runs; a record
 deleted, failed, truncated, emptied or hand-written, and a width added -> exactly those points run
-(one run); kill -9 of snakemake mid-point -> no orphan, and after the README's --unlock the same
+(one run); kill -9 of snakemake mid-point -> no orphan, and after docs/running.md's --unlock the same
 command runs the point again; SIGTERM of that run -> the point is cancelled and the report says so;
 the next run measures it once, with no concurrent duplicate."""
 
@@ -252,7 +252,7 @@ def _start_and_wait_for_the_point(work: Path, cfg: Path) -> subprocess.Popen:
 
 
 def test_kill_9_then_unlock_rerun_then_sigterm_cancels_and_the_next_run_measures_once(study):
-    """kill -9 of snakemake mid-point: no orphan; the same command is refused until the README's
+    """kill -9 of snakemake mid-point: no orphan; the same command is refused until docs/running.md's
     --unlock. That command, hit with SIGTERM (what a scheduler or `kill` sends) mid-point: the point
     is cancelled and the report says so. The next run measures it once: one ok attempt in all."""
     work, cfg, _, _ = study

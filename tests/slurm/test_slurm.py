@@ -284,7 +284,7 @@ def _pack_mid_run(packs_dir: Path, records: Path, skip: str) -> tuple[str, str, 
     a point and is measuring the next one now: the allocation's ledger (launch/allocation.py) names
     a started point without a record. (Not in the second between a point's record and the job
     step's snakemake registering it: a stop there lets Snakemake remove the record of the job it
-    still counts as running, README "Few allocations".)"""
+    still counts as running, docs/slurm.md "Few allocations".)"""
     for gid, job in _pack_jobs().items():
         try:
             pack = json.loads((packs_dir / f"{gid}.json").read_text())

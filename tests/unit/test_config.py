@@ -400,7 +400,7 @@ def test_shipped_configs_are_valid(root, name):
 
 
 def test_paper_config_matches_the_paper(root):
-    """config/paper.yaml describes the seed paper's points (DESIGN.md section 6)."""
+    """config/paper.yaml describes the seed paper's points (arXiv 2609.07740)."""
     cfg = plan.load_config(root / "config" / "paper.yaml")
     pts = [p for p in plan.build_points(cfg).values() if p.rep == 0 and p.experiment != "allreduce"]
     strong = [p for p in pts if p.experiment == "strong" and p.train.ddp]

@@ -204,7 +204,7 @@ def get_slurm_tasks(wildcards):
 # its own job (plan/packs.py). A pack is a Snakemake group: the executor plugin submits a group as one
 # sbatch whose resources are the group's; with measure_slots scoped "local" and limited to 1 per
 # submission, Snakemake stacks the points in series (runtime summed, nodes and tasks not). Snakemake's
-# own means (no second scheduler): README "Few allocations" says why.
+# own means (no second scheduler): docs/slurm.md "Few allocations" says why.
 PACK = config["resources"]["pack"]
 _PACKS = {}  # {group id: manifest}; formed on first use (after every rule file is read)
 _PACK_OF = {}  # {point id: group id}
