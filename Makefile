@@ -3,7 +3,7 @@
 #   make test   creates .venv, installs what the tests need (Debian packages when root), runs them
 # A study's state at any time (CONFIG selects it; none of these runs a point or takes snakemake's lock):
 #   make check  CONFIG=...   validate the config
-#   make plan   CONFIG=...   what it asks of the scheduler, and what it will really cost
+#   make plan   CONFIG=...   what it asks of the scheduler and costs at most (POINTS=1: every point too)
 #   make status CONFIG=...   done / failed / running / pending, per point
 #   make report CONFIG=...   reports/<study>/report.html from the records that exist now
 PYTHON ?= python3
@@ -41,7 +41,7 @@ pykan-env: .venv-pykan/.installed
 	$(BIN)/python workflow/scripts/pykan_env.py .venv-pykan
 
 check plan status report: $(STAMP)
-	@$(BIN)/python workflow/scripts/study.py $@ '$(CONFIG)'
+	@$(BIN)/python workflow/scripts/study.py $@ '$(CONFIG)' $(if $(POINTS),$(if $(filter plan,$@),--points))
 
 # Debian packages the tests drive for real (headless Chromium, Slurm); installed only as root
 system-deps:

@@ -47,8 +47,9 @@ def test_plan_of_the_paper_matrix(tmp_path):
     r = subprocess.run([sys.executable, str(STUDY_PY), "plan", str(ROOT / "config" / "paper.yaml")], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "285 jobs" in r.stdout and "GPU-hours" in r.stdout and "largest job: 4 node(s) x 2 GPU(s)" in r.stdout
-    assert "worst case with retries: 1" in r.stdout
+    assert "285 points, one job each" in r.stdout and "largest job: 4 nodes x 2 GPUs" in r.stdout
+    assert "at most 444.0 GPU-hours (285.0 node-hours) if every job ran to its time limit" in r.stdout
+    assert "with retries: 1 " in r.stdout and len(r.stdout.splitlines()) <= 80  # the points: plan.csv, --points
     import pandas as pd
 
     plan = pd.read_csv(tmp_path / "results" / "paper" / "plan.csv")

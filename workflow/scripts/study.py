@@ -2,7 +2,7 @@
 snakemake's lock or runs a point, so all are safe while the study runs.
 
     python workflow/scripts/study.py check  CONFIG [--config KEY=VALUE ...]   validate (one line per problem)
-    python workflow/scripts/study.py plan   CONFIG [--profile profiles/slurm] cost preview -> results/<study>/plan.csv
+    python workflow/scripts/study.py plan   CONFIG [--points] [--profile P]   what it asks, cost at most -> plan.csv
     python workflow/scripts/study.py status CONFIG                            done / failed / running / pending ...
     python workflow/scripts/study.py report CONFIG                            reports/<study>/report.html now
     python workflow/scripts/study.py where  CONFIG                            the path of that report
@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 import plan
+from plan import summary
 from launch import claims, geometry
 from launch import slurm as slurm_jobs
 import yaml
@@ -189,40 +190,35 @@ def cmd_plan(args) -> int:
                                                  if r["state"] not in ("ok", "running", "pending")],
                                    source=args.configfile)
     write_csv(df, results / "plan.csv")
-    retries = profile_retries(Path(args.profile))
-    todo = df[df["state"] != "ok"]
+    gpus = plan.launch_settings(cfg).request_gpus
+    todo = [r for r in rows if r["state"] != "ok"]
+    num_records = sum((results / "points" / f"{r['point']}.json").exists() for r in rows)
     rp = plan.repeat_plan(cfg)
-    first = df[[points[pid].rep < rp.min for pid in df["point"]]]
-    biggest = df.sort_values(["nodes", "gpus_per_node"]).iloc[-1]
-    shown = df[["point", "nodes", "gpus_per_node", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
-                "runtime_from", "state"]]
-    print(shown.to_string(index=False))
-    est = df["estimated_min"].dropna()
-    print()
-    print(f"study {cfg['study']} ({args.configfile}): {len(df)} jobs, {int((df['state'] == 'ok').sum())} records "
-          f"already ok, {len(todo)} still to run")
-    print(f"requested by all jobs: {df['gpu_hours'].sum():,.1f} GPU-hours, {df['node_hours'].sum():,.1f} node-hours; "
-          f"by the jobs still to run: {todo['gpu_hours'].sum():,.1f} GPU-hours, {todo['node_hours'].sum():,.1f} "
-          f"node-hours")
+    # the summary first, its cost within a screen's first lines: a study may have hundreds of points
+    print(f"study {cfg['study']} ({args.configfile}): {len(rows)} points, one job each; {num_records} records "
+          f"present ({len(rows) - len(todo)} ok), {len(todo)} still to run")
+    for line in summary.cost_lines(rows, todo, profile_retries(Path(args.profile)), args.profile, gpus):
+        print(line)
     if rp.adaptive:
-        print(f"adaptive repeats: {len(first)} jobs run for sure (repeats.min = {rp.min}); the worst case above has "
-              f"every point at repeats.max = {rp.max} ({len(df)} jobs, {df['gpu_hours'].sum():,.1f} GPU-hours), "
+        first = [r for r in rows if points[r["point"]].rep < rp.min]
+        print(f"adaptive repeats: the figures above count every point at repeats.max = {rp.max}; the {len(first)} jobs "
+              f"at repeats.min = {rp.min} run for sure, at most {summary.hours_words(first, gpus)}; "
               f"{rp.num_looks - 1} look(s) add only what an undecided guideline needs"
               + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
-    print(f"worst case with retries: {retries} ({args.profile}): {todo['gpu_hours'].sum() * (1 + retries):,.1f} "
-          f"GPU-hours, {todo['node_hours'].sum() * (1 + retries):,.1f} node-hours")
-    print(f"largest job: {int(biggest['nodes'])} node(s) x {int(biggest['gpus_per_node'])} GPU(s) ({biggest['point']})")
+    print(summary.estimate_line(rows, plan.ESTIMATE_RULE))
+    print(summary.largest_line(rows, points, gpus))
     for line in allocations:
         print(line)
-    if len(est):
-        gpu_h = sum(r["nodes"] * r["gpus_per_node"] * r["estimated_min"] / 60 for r in rows
-                    if r["estimated_min"] is not None and r["state"] != "ok")
-        print(f"estimated from measured throughput for {len(est)} of {len(df)} points: the jobs still to run take "
-              f"about {gpu_h:,.2f} GPU-hours (rule: {plan.ESTIMATE_RULE})")
-    else:
-        print("no estimate of the actual time: no measured point of the same model, placement and batch yet "
-              "(plan.estimate_from names other studies' results to use)")
-    print(f"written: {results / 'plan.csv'}")
+    print()
+    for line in summary.group_lines(rows, points, gpus):
+        print(line)
+    if args.points:
+        print()
+        print(df[["point", "nodes", "gpus_per_node", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
+                  "runtime_from", "state"]].to_string(index=False))
+    print()
+    print(f"written: {results / 'plan.csv'}" + ("" if args.points else
+                                                 " (one row per point; `make plan POINTS=1` or --points prints them)"))
     return 0
 
 
@@ -340,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "plan":
             p.add_argument("--profile", default=str(ROOT / "profiles" / "slurm"),
                            help="the profile whose retries count for the worst case")
+            p.add_argument("--points", action="store_true",
+                           help="print every point's row too (results/<study>/plan.csv always has them)")
     args = ap.parse_args(argv)
     try:
         commands = {"check": cmd_check, "plan": cmd_plan, "status": cmd_status, "report": cmd_report,
@@ -351,4 +349,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # now, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        # `make plan | head`: the reader has what it wanted, which is no error of the command (make
+        # would say "Error"); the flush at exit then writes to /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)
