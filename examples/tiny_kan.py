@@ -1,5 +1,5 @@
 """A small KAN of your own, as kanscale measures it: copy this file, change the layer, and name it in
-a study config as `model: {impl: [path/to/your_file.py:build]}` (README "Your own KAN").
+a study config as `model: {impl: [path/to/your_file.py:build]}` (docs/your-model.md).
 
 Each edge is a sum of Gaussian bumps on a fixed grid plus a SiLU residual (the radial-basis KAN of
 FastKAN, written here from its idea, not its code): out_j = sum_i [ w_ij * silu(x_i) +

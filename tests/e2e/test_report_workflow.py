@@ -117,20 +117,19 @@ def built(workdir):
 def test_workflow_builds_report(built):
     workdir = built
     html = (workdir / "reports/local/report.html").read_text()
-    for sid in ("summary", "guidelines", "strong", "weak", "comm", "model_size", "model", "method", "run"):
+    for sid in ("answer", "strong", "weak", "comm", "model_size", "model", "method", "run"):
         assert f'<section id="{sid}">' in html
-    assert html.index('<section id="summary">') < html.index('<section id="guidelines">') < html.index(
-        '<section id="strong">')
+    assert html.index("<section") == html.index('<section id="answer">') < html.index('<section id="strong">')
     assert "&lt;b&gt;rank 0&lt;/b&gt; exited" in html and "<b>rank 0</b>" not in html
     # every figure, loss curves and the all-reduce sweep included, one panel per image
     assert html.count('<img src="data:image/png;base64,') == len(FIGURES)
     assert "no loss curve recorded" not in html and "no all-reduce sweep measured" not in html
     assert "not enough world sizes to fit (have 2, need 3)" in html  # report-synthetic.yaml: world sizes 1 and 2
-    # the summary box: hardware, counts by state (one failed point), no expectation configured
-    summary = re.search(r'<section id="summary">(.*?)</section>', html, re.S).group(1)
-    assert "host0, host1" in summary and "gloo" in summary
-    assert re.search(r'class="card card-failed">failed<b[^>]*>1</b>', summary)
-    assert "None configured" in summary
+    # the answer: runs on one line with a tile for the failed point; the hardware in the appendix
+    answer = re.search(r'<section id="answer">(.*?)</section>', html, re.S).group(1)
+    assert re.search(r'class="badge fail" href="#run">1 failed', answer) and "backend gloo" in answer
+    method = re.search(r'<section id="method">(.*?)</section>', html, re.S).group(1)
+    assert "host0, host1" in method and "expectation" not in answer.lower()
     g = json.loads((workdir / "results/local/guidelines.json").read_text())["guidelines"]
     strong = next(x for x in g if x["id"].startswith("strong-efficiency"))
     # synthetic Amdahl 10% serial: efficiency at 2 ranks = 1 / (2 * (0.1 + 0.45)) = 90.9% -> 2 ranks;

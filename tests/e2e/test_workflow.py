@@ -148,7 +148,7 @@ def test_full_study_produces_records_tables_and_report(study):
     assert len(sweep) == 2 * 8  # 2 topologies x 8 sizes
     assert (sweep["corun_slowdown"] > 0).all()  # each sweep point measured its ranks' co-run slowdown
     html = (work / "reports" / STUDY / "report.html").read_text()
-    for section in ("strong", "weak", "comm", "model_size", "guidelines", "anatomy"):
+    for section in ("answer", "strong", "weak", "comm", "model_size", "anatomy"):
         assert f'id="{section}"' in html, section
     # what bounds each training step, and which B-spline kernels ran (kan/anatomy.py, kan/kernel_choice.py)
     trained = [r for r in recs.values() if r["point"]["experiment"] != "allreduce"]

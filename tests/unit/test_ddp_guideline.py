@@ -178,7 +178,7 @@ def test_the_report_has_a_ddp_settings_section_with_table_figures_guideline_and_
     assert rows.count("<tr>") == 4 and "1 (baseline)" in rows and "0.60" in rows and "failed: BF16" in rows
     assert section.count("data:image/png;base64,") == 2
     assert 'id="table-ddp-model"' in section  # the model's row per setting (not fitted here: it says why)
-    assert 'href="#ddp"' in html and 'id="guidelines-ddp"' in html and "use fp16" in html
+    assert 'href="#ddp"' in html and 'class="guidelines-head"' in section and "use fp16" in section
     # a study without the experiment has no such section
     plain = render_report({k: (v.iloc[0:0] if k == "ddp" else v) for k, v in tables.items()}, [], {}, tmp_path,
                           {"study": "d", **schema_config(), "repeats": 1}, {}, None)

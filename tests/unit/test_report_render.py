@@ -1,6 +1,7 @@
 """Report rendering from hand-built tables (no Snakemake): sections, escaping, self-containedness, the
-summary that answers first, each guideline once with its numbers as tables, expectations and a
-comparison of two studies."""
+answer first (one sentence and one table row per model, the runs on one line), every other section
+folded, each guideline once in its experiment's section with its numbers as tables, expectations
+and a comparison of two studies."""
 
 import json
 import re
@@ -11,13 +12,16 @@ from scaling.report.cells import cell_text
 from scaling.report.plots import FIGURES
 from scaling_data import frame, row
 
-SECTIONS = ("summary", "guidelines", "expectations", "run", "strong", "weak", "comm", "model_size", "model",
-            "method")
+SECTIONS = ("answer", "expectations", "strong", "weak", "comm", "model_size", "model", "run", "method", "terms")
 NUM_FIGURES = len(FIGURES)  # one panel per image: speedup, efficiency, loss, weak x2, comm x2, all-reduce x2, size x2
 
 
+def opening(sid: str) -> str:
+    return f'<section id="{sid}">' if sid == "answer" else f'<section id="{sid}"><details class="fold">'
+
+
 def section(html: str, sid: str) -> str:
-    return re.search(rf'<section id="{sid}">(.*?)</section>', html, re.S).group(1)
+    return re.search(rf'{re.escape(opening(sid))}(.*?)</section>', html, re.S).group(1)
 
 
 @pytest.fixture(scope="module")
@@ -25,44 +29,55 @@ def html(tmp_path_factory):
     return render(tmp_path_factory.mktemp("report"), expect=EXPECT)
 
 
-def test_sections_present_summary_first(html):
+def test_sections_present_answer_first(html):
     for sid in SECTIONS:
-        assert f'<section id="{sid}">' in html
-    order = [html.index(f'<section id="{sid}">') for sid in SECTIONS]
+        assert opening(sid) in html, sid
+    order = [html.index(opening(sid)) for sid in SECTIONS]
     assert order == sorted(order) and html.index("<section") == order[0]
+    # everything but the answer is folded: one click away, closed as shipped
+    assert html.count('<details class="fold">') == html.count("<section") - 1
+    assert "<details open" not in html
     assert 'class="guideline advice"' in html
     assert "largest world size with strong-scaling efficiency" in html
 
 
-def test_summary_answers_first(html):
-    s = section(html, "summary")
-    # what was measured on what
-    for label in ("devices", "hosts", "backend", "world sizes measured", "runs (point × repeat)"):
-        assert f"<th>{label}</th>" in s
-    assert "1, 2, 4" in s and "24 planned, 22 ok" in s
-    # run counts: one failed, one missing, and cards for pending / running / corrupt
-    for card, n in (("ok", 22), ("failed", 1), ("missing", 1), ("pending", 0), ("running", 0), ("corrupt", 0)):
-        assert re.search(rf'class="card card-{card}">{card}<b[^>]*>{n}</b>', s), card
-    # the recommendation with its numbers, not advice while the model is not validated everywhere
-    assert "fastest with predicted efficiency ≥ 75%" in s and "fewest GPU-hours" in s
-    assert "inconclusive: not advice" in s and "To settle it" in s
-    # expectation verdicts
-    assert "1 pass" in s and "1 fail" in s and "1 inconclusive" in s and "1 not measured" in s
+def test_answer_first(html):
+    a = section(html, "answer")
+    # the runs on one line, a tile only for what did not succeed
+    assert "22 of 24 runs ok" in a
+    assert re.search(r'class="badge fail" href="#run">1 failed</a>', a)
+    assert re.search(r'class="badge inconclusive" href="#run">1 missing</a>', a)
+    assert "pending" not in a and "corrupt" not in a
+    # one sentence per model: where to run, what it takes there, why; inconclusive says what settles it
+    li = re.findall(r'<li class="answer answer-([a-z_]+)">(.*?)</li>', a, re.S)
+    assert len(li) == 1 and li[0][0] == "inconclusive"
+    assert "kan-bspline [2,64,1]: run on 1 node × 2 CPU ranks, predicted" in li[0][1]
+    assert "Why: at 4 ranks a step keeps only 60% [" in li[0][1] and "Not advice yet:" in li[0][1]
+    # one answer table, one row per model, its numbers rounded to their intervals
+    t = re.search(r'<table id="answer-table">(.*?)</table>', a, re.S).group(1)
+    assert t.count("<tr>") == 2 and "1.63 [1.62, 1.64]×" in t and "rank-seconds" in t
+    # no float noise: an interval never prints more digits than its width supports
+    assert not re.search(r"\d\.\d{4,}", a)
+    # expectation verdicts and what the study cannot answer yet, in one short list without tables
+    assert "1 pass" in a and "1 fail" in a and "1 inconclusive" in a and "1 not measured" in a
+    assert "questions this study cannot answer yet" in a and "<table" not in a.split("not-decided")[1]
 
 
 def test_each_guideline_once_with_numbers_as_tables(html):
     ids = re.findall(r'id="guideline-([^"]+)"', html)
     assert ids and len(ids) == len(set(ids))
+    assert all(re.fullmatch(r"[a-z0-9-]+", i) for i in ids)  # ids are slugs: linkable
+    assert not re.findall(r'id="[^"]* [^"]*"', html)
     texts = re.findall(r'<div class="guideline [a-z_]+" id="guideline-[^"]+">\s*<div class="text">(.*?)</div>', html, re.S)
     for t in texts:
         assert html.count(t) == 1, t[:80]
-    g = section(html, "guidelines")
+    g = section(html, "strong")  # a guideline lives in its experiment's section
+    assert 'id="guideline-strong-efficiency-kan-bspline-2-64-1"' in g
     assert 'class="numbers"' in g and "<code>{" not in g and '{"' not in g and "&#34;" not in g
     # the strong-efficiency guideline's per-world-size numbers: one table, world sizes as columns
     assert re.search(r"<th>world size</th><th>1</th><th>2</th><th>4</th>", g)
     assert "<td>efficiency</td><td>100.0%</td><td>90.0%</td><td>60.0%</td>" in g
-    # sections point to the guidelines instead of repeating them
-    assert 'href="#guidelines-strong"' in section(html, "strong")
+    assert 'id="guideline-deploy-kan-bspline-2-64-1"' in section(html, "model")
 
 
 def test_baseline_ratio_is_exact(html):
@@ -80,7 +95,7 @@ def test_expectations_table(html):
 
 def test_autoescape(html):
     # a failure reason and a hostname containing markup appear escaped, never as live markup
-    assert "<script>" not in html
+    assert "<script>alert" not in html and html.count("<script>") == 1  # the report's own: open a linked section
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "node&lt;1&gt;" in html
 
@@ -95,18 +110,23 @@ def test_self_contained(html):
 def test_counts_provenance_and_reference(html):
     assert "Runs that did not succeed" in html and "no record" in html
     assert "4242" in html and "9ede84170b6b (dirty)" in html
-    assert "Seed paper (A100, pykan)" in html or "seed paper (a100, pykan)" in html.lower()
+    m = section(html, "method")
+    assert "The seed paper's points (arXiv 2609.07740: A100, pykan) are not drawn" in m
+    for label in ("devices", "hosts", "backend", "world sizes measured", "runs (point × repeat)"):
+        assert f"<th>{label}</th>" in m
+    assert "1, 2, 4" in m and "24 planned, 22 ok" in m
 
 
 def test_missing_data_become_placeholders(tmp_path):
     df = frame([row("strong", 1, 1, status="failed", reason="oom"), row("weak", 1, 1, status="missing")])
     out = render(tmp_path, df)
     assert "<img" not in out
-    assert out.count('class="placeholder figure-missing"') == NUM_FIGURES
-    assert "Not enough data" in out
-    assert '<section id="expectations">' not in out and "None configured" in out
-    for sid in ("summary", "strong", "weak", "comm", "model_size", "guidelines"):
-        assert f'<section id="{sid}">' in out
+    # every section figure says why it is missing; the answer's headline figure is simply left out
+    assert out.count('class="placeholder figure-missing"') == NUM_FIGURES - 1 and 'id="figure-headline"' not in out
+    assert "questions this study cannot answer yet" in out and "No answer yet" in out
+    assert 'id="expectations"' not in out
+    for sid in ("answer", "strong", "weak", "comm", "model_size", "method"):
+        assert opening(sid) in out
 
 
 def test_fits_model_and_time_to_target_sections(html):
@@ -120,7 +140,8 @@ def test_fits_model_and_time_to_target_sections(html):
     assert "time to target s" in html and "1.5 × the final training loss" in html
     assert "All-reduce sweep (busbw)" in html and 'id="table-allreduce"' in html
     assert "efficiency vs non-DDP" in html and "non-DDP 1-GPU run" in html
-    assert "Seed-paper overlay off" in html  # the hand-built study is not the paper's workload
+    # the hand-built study is not the paper's workload: said once, in the appendix, not in every caption
+    assert html.count("not the paper's workload") == 1 and "paper&#39;s workload" not in html
 
 
 def test_no_nan_cells(html):

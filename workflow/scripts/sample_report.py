@@ -1,8 +1,10 @@
-"""The sample report in the repository (docs/sample-report.html, linked at the top of README.md):
-the demo's report as `make demo` wrote it, a phone-width screenshot of it, and a note of the machine,
-the date, the wall time and what the guidelines decided.
+"""The sample reports in the repository (linked from README.md): a study's report as `make demo` wrote
+it, and a note of the machine, the date, the wall time and what the guidelines decided. The demo's
+(config/local.yaml) is docs/sample-report.html with a phone-width screenshot; another study's is
+docs/sample-report-<study>.html (config/realdata.yaml: docs/sample-report-realdata.html).
 
-    make sample-report      # = make demo, then: python workflow/scripts/sample_report.py <demo wall seconds>
+    make sample-report      # make demo, then: python workflow/scripts/sample_report.py <wall s> local CONFIG;
+                            # the same for config/realdata.yaml
 
 Needs Debian's chromium for the screenshot (the report's browser test uses the same).
 """
@@ -48,22 +50,25 @@ def screenshot(page: Path, out: Path, width: int = PHONE_WIDTH, height: int = 24
         raise SystemExit(f"the screenshot failed: {res.stderr[-1000:]}")
 
 
-def main(wall_s: float, study: str = "local") -> None:
+def main(wall_s: float, study: str = "local", config: str = "config/local.yaml") -> None:
     report = ROOT / "reports" / study / "report.html"
     guidelines = json.loads((ROOT / "results" / study / "guidelines.json").read_text())["guidelines"]
     counts = {s: sum(g["status"] == s for g in guidelines) for s in ("advice", "inconclusive", "not_enough_data")}
     DOCS.mkdir(exist_ok=True)
-    shutil.copyfile(report, DOCS / "sample-report.html")
-    screenshot(DOCS / "sample-report.html", DOCS / "sample-report-phone.png")
+    stem = "sample-report" if study == "local" else f"sample-report-{study}"
+    shutil.copyfile(report, DOCS / f"{stem}.html")
+    if study == "local":
+        screenshot(DOCS / f"{stem}.html", DOCS / "sample-report-phone.png")
     note = {
-        "made_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": "make demo",
-        "config": "config/local.yaml", "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.platform()}",
+        "made_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "make demo" + ("" if study == "local" else f" CONFIG={config}"),
+        "config": config, "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.platform()}",
         "demo_wall_s": round(wall_s), "load_average_after": round(os.getloadavg()[0], 2),
         "guidelines": counts, "advice": [g["id"] for g in guidelines if g["status"] == "advice"],
     }
-    (DOCS / "sample-report.json").write_text(json.dumps(note, indent=1) + "\n")
+    (DOCS / f"{stem}.json").write_text(json.dumps(note, indent=1) + "\n")
     print(json.dumps(note, indent=1))
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else float("nan"))
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else float("nan"), *sys.argv[2:4])

@@ -24,10 +24,11 @@ from .ddp_plot import plot_ddp
 from .plots_accuracy import CRITICAL, plot_accuracy, plot_critical_batch
 from .plots_anatomy import plot_anatomy
 from .plots_costs import plot_allreduce, plot_comm, plot_model_size
+from .plots_headline import plot_headline
 from .plots_scaling import plot_loss_curves, plot_strong, plot_weak
 from .series import TITLES
 
-FIGURES = ("strong_speedup", "strong_efficiency", "loss_curves", "weak_throughput", "weak_efficiency",
+FIGURES = ("headline", "strong_speedup", "strong_efficiency", "loss_curves", "weak_throughput", "weak_efficiency",
            "comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time", "model_size_memory",
            "model_size_throughput")  # and, in a study with the ddp experiment, ddp_plot.TITLES; with held-out
 # curves (tables['val_curves']), plots_accuracy's heldout_* figures; with the batch experiment's
@@ -48,6 +49,7 @@ def plot_figures(tables: dict, folder: str | Path, reference: dict | None, setti
               if s["tables"].get(n) is not None and "model" in s["tables"][n] for m in s["tables"][n]["model"].dropna()]
     st = kit.Styles([s["name"] for s in studies], models)
     steps = [
+        (lambda: plot_headline(tables, folder), ["headline"]),
         (lambda: plot_strong(studies, st, reference.get("strong"), folder, settings.efficiency_threshold),
          ["strong_speedup", "strong_efficiency"]),
         (lambda: plot_loss_curves(studies, st, folder), ["loss_curves"]),

@@ -68,9 +68,11 @@ def overlay_label(check: dict) -> str:
 
 
 def overlay_note(experiment: str, check: dict) -> str:
+    """The caption's word on the seed paper's points: only where they are drawn (the report says once,
+    in its appendix, why they are not: sections.reference_notes)."""
     if check["comparable"]:
         return "Seed-paper overlay shown; it differs in " + "; ".join(check["differs"]) + "."
-    return "Seed-paper overlay off: not the paper's workload (" + "; ".join(check["why_not"]) + ")."
+    return ""
 
 
 def load_reference(name: str | None) -> dict[str, pd.DataFrame]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import hashlib
+import re
 from pathlib import Path
 
 import jinja2
@@ -26,12 +28,13 @@ from ..tables import readiness as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
+from .answer import answer_context, placement_text
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .plots_accuracy import CRITICAL, PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
-from .summary import CARDS, measured_on, recommendations
+from .summary import measured_on
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "report" / "templates"
 SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],
@@ -58,7 +61,6 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
     fits = tables.get("fits") or {}
-    by_status = {s: [g for g in guidelines if g.get("status") == s] for s in ("advice", "inconclusive", "not_enough_data")}
     study = config["study"]
     status = status_summary(tables.get("points"))
     return {
@@ -67,15 +69,15 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "config_yaml": yaml.safe_dump(config_echo(config), sort_keys=False, default_flow_style=None, width=100),
         "thresholds": config["report"],
         "status": status,
-        "cards": CARDS,
         "provenance": provenance or {},
         "queue": queue.text((provenance or {}).get("queue")),
         "sections": sections,
-        "guideline_groups": guideline_groups(guidelines),
+        "guidelines_by_topic": guidelines_by_topic(guidelines),
+        "not_enough": [{**g, "slug": slug(g["id"])} for g in guidelines if g.get("status") == "not_enough_data"],
+        "answer": {**answer_context(tables, guidelines, status), "on": placement_text(provenance)},
+        "headline": next((f for f in figure_entries(manifest, figures_dir, ["headline"]) if "data_uri" in f), None),
+        "measured_on": measured_on(tables.get("points"), provenance or {}),
         "looks": looks_context(look, guidelines, config["repeats"], settings),
-        "summary": {"counts": {s: len(v) for s, v in by_status.items()},
-                    "measured_on": measured_on(tables.get("points"), provenance or {}),
-                    "recommendations": recommendations(tables.get("model"), guidelines)},
         "expectations": expectations_context(expectations),
         "compare": compare_context({"name": study, "folder": None, "tables": tables, "provenance": provenance or {}},
                                    compare or []),
@@ -111,7 +113,30 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
                         expectations, compare, look, tuning, critical, readiness)
+    ctx["template_digest"] = template_digest(templates)
     return env.get_template("report.html.j2").render(**ctx)
+
+
+def template_digest(templates: str | Path = TEMPLATES) -> str:
+    """The template's fingerprint, written into every page: a sample report in docs/ made by another
+    template is stale (tests/unit/test_sample_reports.py), as the workflow's render rule reruns on it."""
+    return hashlib.sha256((Path(templates) / "report.html.j2").read_bytes()).hexdigest()[:16]
+
+
+def slug(text: str) -> str:
+    """An HTML id from a guideline id: lower case, letters, digits and dashes only, so it can be linked."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]+", "-", str(text).lower())).strip("-")
+
+
+def guidelines_by_topic(guidelines: list[dict]) -> dict[str, list[dict]]:
+    """{topic: guidelines with their numbers as tables}, each shown once, in its experiment's section;
+    those without enough data are listed once, under the answer, instead."""
+    out: dict[str, list[dict]] = {}
+    for group in guideline_groups(guidelines):
+        items = [{**g, "slug": slug(g["id"])} for g in group["items"] if g.get("status") != "not_enough_data"]
+        if items:
+            out[group["topic"]] = items
+    return out
 
 
 def readiness_context(found: dict | None) -> list[dict] | None:

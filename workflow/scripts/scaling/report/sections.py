@@ -70,7 +70,12 @@ def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
         return notes
     checks = {name: comparable(name, tables.get(name)) for name in SECTIONS if name != "ddp"}  # not in the paper
     for name, check in checks.items():
-        notes[name] = overlay_note(name, check)
+        # shown in its section only where the paper's points are drawn; otherwise one line for all
+        # in the appendix (render.reference_off)
+        notes[name] = overlay_note(name, check) if check["comparable"] else ""
+        notes.setdefault("off", [])
+        if not check["comparable"]:
+            notes["off"].append(f"{name.replace('_', ' ')}: {'; '.join(check['why_not'])}")
     s, rs = tables.get("strong"), reference.get("strong")
     if checks["strong"]["comparable"] and rs is not None and s["efficiency"].notna().any():
         top = s[s["ddp"].astype(bool)].dropna(subset=["efficiency"]).sort_values("world_size").iloc[-1]

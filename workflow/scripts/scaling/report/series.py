@@ -23,7 +23,7 @@ TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Str
           "model_size_throughput": "Model size: throughput per rank",
           "ddp_time_to_target": "DDP settings: time to target loss", "ddp_loss_curves": "DDP settings: training loss vs time",
           "heldout_curves": "Time to accuracy: held-out metric vs training time",
-          "anatomy": "What bounds a step"}
+          "anatomy": "What bounds a step", "headline": "Step time by world size: measured and predicted"}
 
 
 def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
