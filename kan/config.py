@@ -266,8 +266,10 @@ class Point:
 
     @property
     def tuning_key(self) -> str:
-        """This point's key in results/<study>/lr_tuning.json: the model's label, and its data where
-        they are not the default (every Feynman equation gets its own rate)."""
+        """What this point looks its tuned rate up by: the `tuning_key` of a choice in
+        results/<study>/lr_tuning.json (which names the choice by its model's display name). The
+        model's label, and its data where they are not the default (every Feynman equation gets its
+        own rate); no widths: the sweep's rate serves every width of the implementation."""
         return self.model.label + (f" on {self.data.label}" if self.data.measured() else "")
 
     @property

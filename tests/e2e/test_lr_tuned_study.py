@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 import workflow_runs
+from model_names import stray_names
 from workflow_runs import copy_workflow, measured
 
 pytestmark = pytest.mark.e2e
@@ -56,12 +57,15 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
     assert all(c["status"] in ("ok", "no growth", "not enough batches", "not reached") for c in crit.values())
     choice = json.loads((work / "results/tuned/lr_tuning.json").read_text())
-    assert set(choice) == {"kanscale_bspline on file rows.csv:label", "mlp_matched on file rows.csv:label"}
+    # each choice under its model's display name (every table's), with the key tuned points look it up by
+    assert {k: c["tuning_key"] for k, c in choice.items()} == {
+        "kan-bspline [3,6,2] on file rows.csv:label": "kanscale_bspline on file rows.csv:label",
+        "mlp_matched [3,6,2] on file rows.csv:label": "mlp_matched on file rows.csv:label"}
     for key, c in choice.items():
         assert c["chosen"] in CANDS and c["why"] and [x["lr"] for x in c["candidates"]] == CANDS
         assert all(x["repeats"] == 1 for x in c["candidates"])
     for pid, r in tuned.items():
-        key = next(k for k in choice if k.startswith(r["point"]["model"]["impl"]))
+        key = next(k for k, c in choice.items() if c["tuning_key"].startswith(r["point"]["model"]["impl"]))
         assert r["point"]["train"]["lr"] == choice[key]["chosen"] == r["optimizer"]["lr_effective"], pid
         assert r["optimizer"]["lr_tuned"]["why"] == choice[key]["why"]
     # the sweep ran before every tuned point: each tuned record started after the last sweep record ended
@@ -89,6 +93,8 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     reached = [g for g in verdict.values() if "soonest" in g["numbers"]]
     assert all(g["numbers"]["soonest"]["world_size"] in (1, 2) for g in reached)
     assert "Time to the held-out target" in html
+    # one model, one name: every CSV and JSON names each model by its display name (tidy.model_label)
+    assert stray_names(work / "results/tuned") == {}
 
     # a sweep point measured again (its record deleted) to the same choice: no tuned point re-runs
     gone = next(pid for pid in sweep if "mlp_matched" in pid)
@@ -98,7 +104,7 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     assert json.loads((work / "results/tuned/lr_tuning.json").read_text()) == choice
 
     # the KAN's sweep now makes another rate best: only the KAN's tuned points run again, at that rate
-    kan = choice["kanscale_bspline on file rows.csv:label"]["chosen"]
+    kan = choice["kan-bspline [3,6,2] on file rows.csv:label"]["chosen"]
     other = next(lr for lr in CANDS if lr != kan)
     pid = next(p for p, r in sweep.items() if "kanscale" in p and r["point"]["train"]["lr"] == other)
     path = work / f"results/tuned/points/{pid}.json"

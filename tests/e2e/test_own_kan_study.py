@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import workflow_runs
+from model_names import stray_names
 from workflow_runs import copy_workflow
 
 pytestmark = pytest.mark.e2e
@@ -52,18 +53,20 @@ def test_kanscale_a_file_factory_inkan_and_a_broken_module_side_by_side_with_rea
     broken = status["models/broken_kan.py:drifting"]
     assert broken["status"] == "failed" and "reduction" in broken["reason"], broken.get("reason")
     verdicts = json.loads((work / "results/own/ddp_readiness.json").read_text())
-    assert set(verdicts) == {"kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build", "broken_kan.py:drifting"}
-    for name in ("kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build"):
+    good = ("kan-bspline [2,8,1]", "tiny_kan.py:build [2,8,1]", "inkan_kan.py:build [2,8,1]")
+    assert set(verdicts) == {*good, "broken_kan.py:drifting [2,8,1]"}
+    for name in good:
         assert [c["pass"] for c in verdicts[name]] == [True] * 4, verdicts[name]
-    bad = {c["check"]: c for c in verdicts["broken_kan.py:drifting"]}
+    assert stray_names(work / "results/own") == {}  # every file names each model as the tables do
+    bad = {c["check"]: c for c in verdicts["broken_kan.py:drifting [2,8,1]"]}
     assert bad["unused_parameters"]["pass"] is False and "forgotten" in bad["unused_parameters"]["detail"]
     assert bad["buffers_in_sync"]["pass"] is False and "grid" in bad["buffers_in_sync"]["detail"]
     html = (work / "reports/own/report.html").read_text()
     section = html[html.index('<section id="readiness">'):]
     section = section[:section.index("</section>")]
-    for name in ("kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build"):
+    for name in good:
         assert f"<h3>{name}: <span class=\"badge pass\">ready</span></h3>" in section, section[:3000]
-    assert re.search(r"broken_kan.py:drifting: <span class=\"badge fail\">not ready: unused_parameters, "
+    assert re.search(r"broken_kan.py:drifting \[2,8,1\]: <span class=\"badge fail\">not ready: unused_parameters, "
                      r"buffers_in_sync</span>", section), section[:3000]
     # the strong table lists the working implementations side by side
     strong = html[html.index('<section id="strong">'):]

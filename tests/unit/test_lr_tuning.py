@@ -91,13 +91,13 @@ def _run(key, lr, finals, times=None, metric="val_accuracy", ok=True):
               "val_loss": (1 - v) if metric == "val_accuracy" else v} for i, (t, v) in enumerate(zip(times, finals))]
     rec = {"point": {"train": {"lr": lr}}, "status": "ok" if ok else "failed", "validation": {"curve": curve},
            "reason": None if ok else "boom"}
-    return sweep_run(rec, key)
+    return sweep_run(rec, f"{key} tuning key", key)
 
 
 def test_the_best_final_metric_wins():
     runs = [_run("kan", lr, [0.5, acc]) for lr, acc in ((0.001, 0.80), (0.01, 0.95), (0.1, 0.90)) for _ in range(2)]
     c = choose(runs, CANDS, {"metric": "val_accuracy", "from_reference": 0.98})["kan"]
-    assert c["chosen"] == 0.01 and c["criterion"] == "final_metric"
+    assert c["chosen"] == 0.01 and c["criterion"] == "final_metric" and c["tuning_key"] == "kan tuning key"
     assert [x["repeats"] for x in c["candidates"]] == [2, 2, 2]
     assert "best final val_accuracy 0.95" in c["why"] and "extend" not in c["why"]
 
@@ -168,14 +168,24 @@ def test_the_launcher_gives_a_tuned_point_its_chosen_rate_or_a_clear_reason(tmp_
     path = tmp_path / "lr_tuning.json"
     with pytest.raises(tuned.TuningError, match="the lr sweep has not run"):
         tuned.resolve(p, path)
-    entry = {"chosen": 0.01, "why": "best", "candidates": [{"lr": c} for c in CANDS]}
-    path.write_text(json.dumps({p.tuning_key: entry}))
-    q, facts = tuned.resolve(p, path)
-    assert q.train.lr == 0.01 and q.id == p.id and facts["why"] == "best"
-    path.write_text(json.dumps({p.tuning_key: {**entry, "chosen": None, "why": "all failed"}}))
+    # the file names each choice by its sweep model's display name and keeps the key inside: a point
+    # of another width (model_size) finds the same choice
+    entry = {"chosen": 0.01, "why": "best", "candidates": [{"lr": c} for c in CANDS],
+             "tuning_key": p.tuning_key}
+    other = {**entry, "chosen": 0.1, "tuning_key": "mlp_matched on sklearn breast_cancer"}
+    name = "kan-bspline [30,8,2] on sklearn breast_cancer"
+    path.write_text(json.dumps({"mlp_matched [30,8,2] on sklearn breast_cancer": other, name: entry}))
+    wider = dataclasses.replace(p, model=dataclasses.replace(p.model, widths=(30, 64, 2)))
+    for point in (p, wider):
+        q, facts = tuned.resolve(point, path)
+        assert q.train.lr == 0.01 and q.id == point.id and facts["why"] == "best"
+    # a file written when the choices were keyed by the tuning key
+    path.write_text(json.dumps({p.tuning_key: {k: v for k, v in entry.items() if k != "tuning_key"}}))
+    assert tuned.resolve(p, path)[0].train.lr == 0.01
+    path.write_text(json.dumps({name: {**entry, "chosen": None, "why": "all failed"}}))
     with pytest.raises(tuned.TuningError, match="chose no rate for kanscale_bspline on sklearn breast_cancer: all failed"):
         tuned.resolve(p, path)
-    path.write_text(json.dumps({p.tuning_key: {**entry, "candidates": [{"lr": 0.5}, {"lr": 0.6}]}}))
+    path.write_text(json.dumps({name: {**entry, "candidates": [{"lr": 0.5}, {"lr": 0.6}]}}))
     with pytest.raises(tuned.TuningError, match="run the workflow again"):
         tuned.resolve(p, path)
     untuned = next(p for p in _points(lr=0.01).values())

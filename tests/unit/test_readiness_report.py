@@ -31,25 +31,29 @@ def test_verdicts_come_from_records_and_a_failed_or_missing_point_gives_none(tmp
     _write(tmp_path, a, checks=ok)
     _write(tmp_path, b, status="failed", reason="RuntimeError: boom")
     found = verdicts([a.to_json(), b.to_json(), c.to_json(), {"experiment": "strong", "id": "x"}], tmp_path)
-    assert list(found) == ["kan-bspline", "mlp", "mlp_matched"]
-    assert [x["pass"] for x in found["kan-bspline"]] == [True, False, True, True]
-    assert "names" not in found["kan-bspline"][0]  # the file keeps {check, pass, detail, fix}
-    assert found["mlp"] == [{"check": "ran", "pass": None, "detail": "the check point failed: RuntimeError: boom",
-                             "fix": found["mlp"][0]["fix"]}]
-    assert found["mlp_matched"][0]["pass"] is None and "no verdict yet" in found["mlp_matched"][0]["detail"]
+    # keyed by the checked model's display name, as every table names it
+    kan, mlp, matched = "kan-bspline [2,8,1]", "mlp [2,8,1]", "mlp_matched [2,8,1]"
+    assert list(found) == [kan, mlp, matched]
+    assert [x["pass"] for x in found[kan]] == [True, False, True, True]
+    assert "names" not in found[kan][0]  # the file keeps {check, pass, detail, fix}
+    assert found[mlp] == [{"check": "ran", "pass": None, "detail": "the check point failed: RuntimeError: boom",
+                           "fix": found[mlp][0]["fix"]}]
+    assert found[matched][0]["pass"] is None and "no verdict yet" in found[matched][0]["detail"]
+    # a failed check is the implementation's: it stands for every width of it
     assert failed_checks(found) == {"kan-bspline": ["buffers_in_sync"]}
     ctx = readiness_context(found)
     assert ctx[0]["failed"] == ["buffers_in_sync"] and ctx[1]["checks"][0]["verdict"] == "not checked"
 
 
 def test_only_guidelines_about_a_failed_implementation_get_the_note():
-    found = {"kan-bspline": [{"check": "buffers_in_sync", "pass": False, "detail": "", "fix": ""}],
-             "mlp": [{"check": "buffers_in_sync", "pass": True, "detail": "", "fix": ""}]}
+    found = {"kan-bspline [2,8,1]": [{"check": "buffers_in_sync", "pass": False, "detail": "", "fix": ""}],
+             "mlp [2,8,1]": [{"check": "buffers_in_sync", "pass": True, "detail": "", "fix": ""}]}
     gs = [{"id": "a", "text": "kan-bspline [2,8,1]: no world size ..."}, {"id": "b", "text": "mlp [2,8,1]: ..."},
-          {"id": "c", "text": "Not enough data: ..."}]
+          {"id": "c", "text": "Not enough data: ..."}, {"id": "d", "text": "kan-bspline [2,32,1]: ..."}]
     out = with_readiness_notes(gs, found)
     assert "buffers_in_sync" in out[0]["readiness_note"] and "not kept in step" in out[0]["readiness_note"]
     assert "readiness_note" not in out[1] and "readiness_note" not in out[2]
+    assert out[3]["readiness_note"] == out[0]["readiness_note"]  # another width of the failed implementation
     assert with_readiness_notes(gs, None) == gs
 
 

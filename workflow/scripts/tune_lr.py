@@ -1,6 +1,7 @@
 """Workflow step: the lr sweep's records (experiment lr_tune, training.lr: tuned) -> each
-implementation's rate in results/<study>/lr_tuning.json (scaling/tables/lrtune.py says how it is
-chosen). The tuned scaling points read it when they start (workflow/scripts/launch/tuned.py)."""
+implementation's rate in results/<study>/lr_tuning.json, under the sweep model's display name
+(scaling/tables/lrtune.py says how it is chosen). The tuned scaling points read it when they start
+(workflow/scripts/launch/tuned.py)."""
 
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from kan import record as records
 from kan.config import Point
 from scaling.common.io import step_args, write_json
 from scaling.tables.lrtune import choose, sweep_run
+from scaling.tables.tidy import model_label
 
 
 def main(points_dir: str, ids: list[str], candidates: list[float], target: dict | None, out: str) -> None:
@@ -20,11 +22,11 @@ def main(points_dir: str, ids: list[str], candidates: list[float], target: dict 
         except records.InvalidRecord as e:
             print(f"{path}: not used ({e})", file=sys.stderr)
             continue
-        runs.append(sweep_run(rec, Point.from_json(rec["point"]).tuning_key))
+        runs.append(sweep_run(rec, Point.from_json(rec["point"]).tuning_key, model_label(rec["point"])))
     choice = choose(runs, candidates, target)
     write_json(choice, out)
-    for key, c in choice.items():
-        print(f"{key}: lr {c['chosen']} ({c['why']})", file=sys.stderr)
+    for model, c in choice.items():
+        print(f"{model}: lr {c['chosen']} ({c['why']})", file=sys.stderr)
 
 
 if __name__ == "__main__":

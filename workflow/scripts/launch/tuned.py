@@ -21,6 +21,13 @@ def tuning_path(out: Path) -> Path:
     return out.parent.parent / "lr_tuning.json"
 
 
+def choice_for(tuning: dict, key: str) -> dict | None:
+    """The sweep's choice for a tuning key (Point.tuning_key): lr_tuning.json names each choice by its
+    model's display name and keeps the key inside, which a point of any width shares; a file written
+    before that is keyed by the tuning key itself."""
+    return next((c for c in tuning.values() if c.get("tuning_key") == key), None) or tuning.get(key)
+
+
 def resolve(point: Point, path: Path) -> tuple[Point, dict | None]:
     """(the point with its chosen rate, what the record keeps of the choice); an untuned point as it is."""
     if not point.train.tuned:
@@ -29,7 +36,7 @@ def resolve(point: Point, path: Path) -> tuple[Point, dict | None]:
         tuning = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise TuningError(f"training.lr: tuned, but {path} cannot be read ({e}): the lr sweep has not run") from None
-    entry = tuning.get(point.tuning_key)
+    entry = choice_for(tuning, point.tuning_key)
     if not entry or entry.get("chosen") is None:
         why = (entry or {}).get("why") or f"no entry for {point.tuning_key!r}"
         raise TuningError(f"training.lr: tuned, but the sweep chose no rate for {point.tuning_key}: {why}")

@@ -11,9 +11,10 @@ Ties (equal means: a small held-out split gives few distinct accuracies) go to t
 criterion (the final val_loss where the metric is accuracy, else the sooner time), then to the smaller
 rate (the safer one once larger global batches scale it up). A choice at either end of the candidates
 says so: the best rate may lie beyond the list. Results/<study>/lr_tuning.json:
-{key: {chosen, metric, criterion, candidates: [{lr, final_metric, final_val_loss, time_to_target_s,
-reached, repeats, failed}], why}}, key = kan.config.Point.tuning_key (model label, and data where
-not the default).
+{model: {chosen, metric, criterion, candidates: [{lr, final_metric, final_val_loss, time_to_target_s,
+reached, repeats, failed}], why, tuning_key}}, model = the sweep's model by its display name (every
+table's, scaling/tables/tidy.py model_label); tuning_key = kan.config.Point.tuning_key (implementation,
+and data where not the default), what a tuned point of any width looks its rate up by.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import statistics
 from .heldout import reaches
 
 
-def sweep_run(rec: dict, key: str) -> dict:
-    """One sweep record as (key, lr, ok, its held-out curve)."""
+def sweep_run(rec: dict, key: str, model: str) -> dict:
+    """One sweep record as (tuning key, model's display name, lr, ok, its held-out curve)."""
     curve = (rec.get("validation") or {}).get("curve") or []
-    return {"key": key, "lr": float(rec["point"]["train"]["lr"]), "ok": rec.get("status") == "ok" and bool(curve),
-            "curve": curve, "reason": rec.get("reason")}
+    return {"key": key, "model": model, "lr": float(rec["point"]["train"]["lr"]),
+            "ok": rec.get("status") == "ok" and bool(curve), "curve": curve, "reason": rec.get("reason")}
 
 
 def _better(metric: str) -> int:
@@ -62,14 +63,17 @@ def candidate_summary(runs: list[dict], lr: float, metric: str, value: float | N
 
 
 def choose(runs: list[dict], candidates: list[float], target: dict | None) -> dict:
-    """{key: choice} over the sweep's runs (sweep_run), for the study's candidates and report.target."""
+    """{model: choice} over the sweep's runs (sweep_run), for the study's candidates and report.target;
+    each choice keeps the tuning key its runs share."""
     metric = (target or {}).get("metric") or "val_loss"
     value = (target or {}).get("value")
     out = {}
-    for key in sorted({r["key"] for r in runs}):
-        mine = [r for r in runs if r["key"] == key]
+    for model in sorted({r["model"] for r in runs}):
+        mine = [r for r in runs if r["model"] == model]
+        keys = {r["key"] for r in mine}
+        assert len(keys) == 1, f"{model}: one model's sweep points under tuning keys {sorted(keys)}"
         cands = [candidate_summary([r for r in mine if r["lr"] == lr], lr, metric, value) for lr in sorted(candidates)]
-        out[key] = _pick(cands, metric, value)
+        out[model] = {**_pick(cands, metric, value), "tuning_key": keys.pop()}
     return out
 
 

@@ -1,7 +1,8 @@
 """The DDP-readiness verdicts (kan/readiness.py) of a study's implementations, from their check
-points' records: results/<study>/ddp_readiness.json = {implementation: [{check, pass, detail, fix}]},
-keyed by the model name the tables use (kan-bspline, mlp, tiny_kan.py:build). A check point that
-failed or has no record yet gives one entry saying so (`pass` null): no verdict is made up."""
+points' records: results/<study>/ddp_readiness.json = {model: [{check, pass, detail, fix}]}, keyed
+by the check point's model by its display name, as every table names it (tidy.model_label:
+kan-bspline [2,8,1], tiny_kan.py:build [2,8,1]). A check point that failed or has no record yet
+gives one entry saying so (`pass` null): no verdict is made up."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ NOT_RUN_FIX = "run the workflow again: the check point runs again (its log is re
 
 
 def verdicts(points: list[dict], points_dir: Path) -> dict[str, list[dict]]:
-    """{implementation: its checks} for every planned readiness point (Point.to_json() of each)."""
+    """{model: its checks} for every planned readiness point (Point.to_json() of each)."""
     out = {}
     for point in points:
         if point["experiment"] != "readiness":
             continue
-        name, pid = model_family(model_label(point)), point["id"]
+        name, pid = model_label(point), point["id"]
         path = Path(points_dir) / f"{pid}.json"
         try:
             rec = records.read(path, pid)
@@ -37,8 +38,11 @@ def verdicts(points: list[dict], points_dir: Path) -> dict[str, list[dict]]:
 
 
 def failed_checks(found: dict[str, list[dict]]) -> dict[str, list[str]]:
-    """{implementation: the checks it failed}, only those with a failed check."""
-    return {name: bad for name, checks in found.items() if (bad := [c["check"] for c in checks if c["pass"] is False])}
+    """{implementation: the checks it failed}, only those with a failed check. By implementation
+    (model_family: kan-bspline, tiny_kan.py:build), not by the checked model: one check point per
+    implementation stands for every width and data set of it."""
+    return {model_family(name): bad for name, checks in found.items()
+            if (bad := [c["check"] for c in checks if c["pass"] is False])}
 
 
 def drift_note(name: str, bad: list[str]) -> str:
