@@ -157,7 +157,7 @@ window.addEventListener('load', () => {
 
 
 SAMPLE = Path(__file__).resolve().parents[2] / "docs"
-SAMPLES = ("sample-report.html",)
+SAMPLES = ("sample-report.html", "sample-report-realdata.html")
 
 
 @pytest.mark.parametrize("name", SAMPLES)

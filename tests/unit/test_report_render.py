@@ -51,11 +51,11 @@ def test_answer_first(html):
     # one sentence per model: where to run, what it takes there, why; inconclusive says what settles it
     li = re.findall(r'<li class="answer answer-([a-z_]+)">(.*?)</li>', a, re.S)
     assert len(li) == 1 and li[0][0] == "inconclusive"
-    assert "kan-bspline [2,64,1]: run on 1 node × 2 CPU ranks, predicted" in li[0][1]
+    assert "kan-bspline [2,64,1]: run on 1 node x 2 CPU ranks: predicted" in li[0][1]
     assert "Why: at 4 ranks a step keeps only 60% [" in li[0][1] and "Not advice yet:" in li[0][1]
     # one answer table, one row per model, its numbers rounded to their intervals
     t = re.search(r'<table id="answer-table">(.*?)</table>', a, re.S).group(1)
-    assert t.count("<tr>") == 2 and "1.63 [1.62, 1.64]×" in t and "rank-seconds" in t
+    assert t.count("<tr>") == 2 and "1.632 [1.623, 1.644]×" in t and "rank-seconds" in t
     # no float noise: an interval never prints more digits than its width supports
     assert not re.search(r"\d\.\d{4,}", a)
     # expectation verdicts and what the study cannot answer yet, in one short list without tables
@@ -78,6 +78,18 @@ def test_each_guideline_once_with_numbers_as_tables(html):
     assert re.search(r"<th>world size</th><th>1</th><th>2</th><th>4</th>", g)
     assert "<td>efficiency</td><td>100.0%</td><td>90.0%</td><td>60.0%</td>" in g
     assert 'id="guideline-deploy-kan-bspline-2-64-1"' in section(html, "model")
+
+
+def test_tables_show_their_core_columns_first(html):
+    for sid in ("strong", "weak", "comm", "model_size"):
+        sec = section(html, sid)
+        core = re.search(rf'<table class="data core" id="core-{sid}">\s*<tr>(.*?)</tr>', sec, re.S).group(1)
+        assert 3 <= core.count("<th>") <= 8, (sid, core)
+        # the full table is one click away, behind a closed toggle, and says where the CSV is
+        full = sec.split('<details class="all-columns">')[1]
+        assert f'id="table-{sid}"' in full and f"results/handbuilt/{sid}.csv" in full
+        assert full.split(f'id="table-{sid}"')[1].split("</tr>")[0].count("<th>") > core.count("<th>")
+    assert "<th>efficiency vs DDP base</th>" in re.search(r'id="core-strong">(.*?)</table>', html, re.S).group(1)
 
 
 def test_baseline_ratio_is_exact(html):

@@ -12,7 +12,8 @@ from scaling.report.render import template_digest
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # sections every report has, and those a config's keys add (accuracy: a held-out target)
 ALWAYS = ("answer", "strong", "weak", "comm", "model_size", "model", "operator", "run", "method", "terms")
-SAMPLES = {"sample-report.html": ("config/local.yaml", ())}
+SAMPLES = {"sample-report.html": ("config/local.yaml", ()),
+           "sample-report-realdata.html": ("config/realdata.yaml", ("accuracy",))}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

@@ -59,6 +59,8 @@ def main(wall_s: float, study: str = "local", config: str = "config/local.yaml")
     shutil.copyfile(report, DOCS / f"{stem}.html")
     if study == "local":
         screenshot(DOCS / f"{stem}.html", DOCS / "sample-report-phone.png")
+        # README's picture of the answer: the first screen of a desktop browser
+        screenshot(DOCS / f"{stem}.html", DOCS / "sample-answer.png", width=1280, height=900)
     note = {
         "made_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": "make demo" + ("" if study == "local" else f" CONFIG={config}"),

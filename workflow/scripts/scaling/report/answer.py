@@ -18,6 +18,9 @@ from ..common.stats import as_number
 from . import operator
 from .summary import CARDS
 
+# the answer table's headers that a Terms entry explains (the template links them)
+TERMS = {"efficiency": "term-efficiency", "step bound": "term-bound", "model error": "term-loo",
+         "verdict": "term-inconclusive"}
 # a run state worth a tile on the first screen: anything but ok
 NOT_OK = tuple(c for c in CARDS if c != "ok")
 
@@ -27,12 +30,17 @@ def known(x) -> bool:
 
 
 def _decimals(lo: float, hi: float, scale: float) -> int:
-    """Decimal places that keep the first significant digit of the interval's width (at least 0): a
-    number is printed to the precision its interval supports, no further (width 0.085 s: 2 places)."""
+    """Decimal places that keep two significant digits of the interval's width (at least 0): a number
+    is printed to the precision its interval supports, no further (width 0.085 s: 3 places; 59%: 0)."""
     width = abs(hi - lo) * scale
     if width <= 0:
         return 2
-    return max(0, -math.floor(math.log10(width)))
+    return max(0, 1 - math.floor(math.log10(width)))
+
+
+def _sig2(x: float) -> int:
+    """Decimal places that show two significant digits of x (at least 0)."""
+    return max(0, 1 - math.floor(math.log10(abs(x)))) if x else 0
 
 
 def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor: float | None = None) -> str:
@@ -44,7 +52,9 @@ def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor:
         if floor is not None:
             lo = max(lo, floor)
         nd = _decimals(lo, hi, scale)
-        f = (lambda x: f"{x * scale:,.{nd}f}")
+        # each number to the interval's precision, and never fewer than two significant digits of its
+        # own (3.9 [0.81, 19], not 4 [1, 19]: an end that crosses 1 must not round onto it); 0 reads 0
+        f = (lambda x: "0" if x == 0 else f"{x * scale:,.{max(nd, _sig2(x * scale))}f}")
         if unit == "%":  # '8% [1%, 60%]': a percentage reads with its sign on each number
             return f"{f(value)}% [{f(lo)}%, {f(hi)}%]"
         return f"{f(value)} [{f(lo)}, {f(hi)}]{unit}"
@@ -69,7 +79,7 @@ def where_text(world_size: int, nodes=None, per_node=None, device: str = "GPU") 
         return f"1 {unit}"
     if known(nodes) and known(per_node):
         n, g = int(nodes), int(per_node)
-        return f"{n} node{'s' if n > 1 else ''} × {g} {unit}{'s' if g > 1 else ''}"
+        return f"{n} node{'s' if n > 1 else ''} x {g} {unit}{'s' if g > 1 else ''}"
     return f"{int(world_size)} {unit}s"
 
 
@@ -123,7 +133,53 @@ def _efficiency_why(g: dict | None, device: str) -> str | None:
     val = interval(eff[str(p)], lo, hi, 100, "%", floor=0.0)
     if past:
         return f"{where} a step keeps only {val} of ideal efficiency (the threshold is {thr:.0%})"
+
     return f"efficiency stays at or above {thr:.0%} up to {p} ({val})"
+
+
+def _next_step_why(strong: pd.DataFrame | None, model: str, world_size: int, device: str) -> str | None:
+    """What the next measured world size spends its step on: 'there 3.4 of its 4.8 ms is exposed
+    all-reduce' (the reason more ranks lose), from the strong table's means over repeats."""
+    if strong is None or strong.empty:
+        return None
+    t = strong[(strong["model"] == model) & (strong["world_size"] > world_size)]
+    if "ddp" in t:
+        t = t[t["ddp"].astype(str) != "False"]
+    t = t.sort_values("world_size")
+    if t.empty:
+        return None
+    r = t.iloc[0]
+    step, exposed = as_number(r.get("step_time_s_mean")), as_number(r.get("exposed_comm_s_mean"))
+    if not step or exposed is None or exposed <= 0:
+        return None
+    return (f"at {int(r['world_size'])} {'GPUs' if device == 'GPU' else 'ranks'}, {1e3 * exposed:.2g} ms of its "
+            f"{1e3 * step:.2g} ms step is all-reduce not hidden behind the backward pass")
+
+
+def joined(why: list[str]) -> list[str]:
+    """Two reasons about the same world size read as one: 'at 2 ranks a step keeps only 8% ... : 3.4 ms
+    of its 4.8 ms step is all-reduce ...'."""
+    out: list[str] = []
+    for w in why:
+        if out and w.startswith("at ") and out[-1].startswith(w.split(",")[0]):
+            out[-1] += ": " + w.split(", ", 1)[1]
+        else:
+            out.append(w)
+    return out
+
+
+def _without_ddp(strong: pd.DataFrame | None, model: str, world_size: int) -> str | None:
+    """On one rank DDP only costs: where the plain model (no DDP) is faster beyond its interval, say so."""
+    if strong is None or strong.empty or world_size != 1 or "speedup_vs_nonddp" not in strong:
+        return None
+    t = strong[(strong["model"] == model) & (strong["world_size"] == 1) & (strong["ddp"].astype(str) != "False")]
+    if t.empty:
+        return None
+    r = t.iloc[0]
+    v, hi = as_number(r.get("speedup_vs_nonddp")), as_number(r.get("speedup_vs_nonddp_ci_hi"))
+    if v is None or hi is None or hi >= 1:
+        return None
+    return f"on one rank leave DDP out: the plain model runs {1 / v:.2g}× as fast"
 
 
 def _bound_why(g: dict | None, world_size: int) -> str | None:
@@ -141,8 +197,12 @@ def _bound_why(g: dict | None, world_size: int) -> str | None:
         what = {"dispatch": "fixed cost (dispatch, launches, Python)", "compute": "per-sample compute",
                 "communication": "exposed all-reduce"}[bound]
         if known(part):
-            return f"its step is {bound}-bound: {part:.2g} ms of {n['step_ms']:.2g} ms is {what}"
-    return f"its step is {bound}-bound there"
+            return f"{_on(world_size)} its step is {bound}-bound: {part:.2g} ms of {n['step_ms']:.2g} ms is {what}"
+    return f"{_on(world_size)} its step is {bound}-bound"
+
+
+def _on(world_size: int) -> str:
+    return "on 1 rank" if int(world_size) == 1 else f"at {int(world_size)} ranks"
 
 
 def _crossover(cross: dict | None, batch_now) -> str | None:
@@ -154,14 +214,44 @@ def _crossover(cross: dict | None, batch_now) -> str | None:
         b = cross["per_rank_batch"]
         if b < 1:
             return "nothing in the per-rank batch: by the model a second rank pays off at any batch"
+        beyond = "; the model's prediction, beyond the batches measured" if known(batch_now) and b > batch_now else ""
+        now = f" (now {int(batch_now)}{beyond})" if known(batch_now) else ""
         return f"a second rank pays off above about {float(f'{b:.2g}'):,.0f} samples per rank{now}"
     if cross.get("pays_off_from") is not None:
         return f"2 ranks beat 1 from {cross['pays_off_from']} samples per rank (measured){now}"
     return None
 
 
+def _placement_parts(placement: str | None) -> tuple[int | None, int | None]:
+    """'2x4' (the guidelines' short form) -> (2, 4); (None, None) when it is not that."""
+    try:
+        n, g = str(placement).split(" ")[0].split("x")
+        return int(n), int(g)
+    except ValueError:
+        return None, None
+
+
+def to_target(g: dict | None, device: str) -> dict | None:
+    """The measured time-to-target verdict of one model (decide/accuracy.py) in the answer's words:
+    where it reaches the target soonest, in how long, and how much longer the other world sizes take."""
+    if not g or g.get("status") == "not_enough_data" or not (g.get("numbers") or {}).get("soonest"):
+        return None
+    n = g["numbers"]
+    s = n["soonest"]
+    lo, hi = (s.get("ci") or [None, None])
+    where = where_text(s["world_size"], *_placement_parts(s.get("placement")), device)
+    others = [f"{where_text(o['world_size'], *_placement_parts(o.get('placement')), device)} take "
+              f"{interval(o['ratio'], *(o.get('ci') or [None, None]), 1, '×', floor=0.0)} as long"
+              for o in n.get("others") or [] if o.get("ratio") is not None]
+    return {"where": where, "world_size": int(s["world_size"]), "placement": s.get("placement"),
+            "time": seconds(s["time_to_target_s"], lo, hi), "target": n["target"], "others": others,
+            "status": g["status"], "settle": g.get("settle")}
+
+
 def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dict]:
-    """One entry per model the performance model placed: the sentence's parts and the table's row."""
+    """One entry per model the performance model placed: the sentence's parts and the table's row.
+    With a held-out target, where to run is where the model reached it soonest (measured), else
+    where the performance model puts the configured work."""
     model_json = tables.get("model") or {}
     strong = tables.get("strong")
     cross = operator.crossovers(strong, model_json)
@@ -172,41 +262,71 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
         deploy = _guideline(guidelines, f"deploy-{model}")
         if not pick or deploy is None:
             continue
+        soon = (to_target(_guideline(guidelines, f"time-to-accuracy-strong-{model}"), device)
+                or to_target(_guideline(guidelines, f"time-to-accuracy-weak-{model}"), device))
         ws, cls = int(pick["world_size"]), pick.get("placement_class")
-        row = _measured_row(strong, model, ws, cls) or {}
-        where = where_text(ws, row.get("nodes"), row.get("gpus_per_node"), device)
-        if pick.get("extrapolated"):
+        if soon:
+            ws = soon["world_size"]
+        row = _measured_row(strong, model, ws, cls if not soon else None) or {}
+        where = soon["where"] if soon else where_text(ws, row.get("nodes"), row.get("gpus_per_node"), device)
+        if pick.get("extrapolated") and not soon:
             where += " (beyond what was measured)"
         work = rec.get("work") or {}
         t = pick.get("time_s") or {}
         step = pick.get("step_time_s") or {}
-        time_to_target = row.get("time_to_target_s")
         eff = pick.get("efficiency") or {}
         sp = pick.get("speedup") or {}
         mape = worst_error(m)
         why = [w for w in (_efficiency_why(_guideline(guidelines, f"strong-efficiency-{model}"), device),
+                           _next_step_why(strong, model, ws, device),
+                           _without_ddp(strong, model, ws),
                            _bound_why(_guideline(guidelines, f"step-bound-{model}"), ws)) if w]
+        why = joined(why)
         batch = work.get("global_batch") if work.get("batch_rule") == "fixed global batch" else work.get("batch_per_rank")
         # the crossover says when a second rank beats one: what would change an answer of one rank
         change = _crossover(cross.get(model), batch) if ws == 1 else None
+        verdict = soon or {"status": deploy["status"], "settle": plain_settle(deploy.get("settle"))}
+        if soon:
+            claim = (f"it reaches {soon['target']} soonest there, in {soon['time']} of training"
+                     + (f"; {', '.join(soon['others'])}" if soon["others"] else ""))
+        else:
+            claim = (f"predicted {seconds(t.get('value'), t.get('lo'), t.get('hi'))} for "
+                     f"{work['samples']:,} samples × {work['epochs']} epoch{'s' if work['epochs'] != 1 else ''}, "
+                     f"{seconds(step.get('value'), step.get('lo'), step.get('hi'))} a step")
+        same = not soon or ws == int(pick["world_size"])
         out.append({
-            "model": model, "status": deploy["status"], "settle": plain_settle(deploy.get("settle")), "where": where,
-            "predicted": (f"{seconds(t.get('value'), t.get('lo'), t.get('hi'))} for "
-                          f"{work['samples']:,} samples × {work['epochs']} epoch{'s' if work['epochs'] != 1 else ''}, "
-                          f"{seconds(step.get('value'), step.get('lo'), step.get('hi'))} a step"),
-            "why": why, "change": change,
+            "model": model, "status": verdict["status"], "settle": verdict["settle"], "where": where,
+            "claim": claim, "why": why, "change": change,
             "row": {"model": model, "where": where,
-                    "speedup": interval(sp.get("value"), sp.get("lo"), sp.get("hi"), 1, "×") if ws > 1 else "1× (baseline)",
-                    "efficiency": interval(eff.get("value"), eff.get("lo"), eff.get("hi"), 100, "%", floor=0.0) if ws > 1 else "100% (baseline)",
-                    "time": (seconds(time_to_target, row.get("time_to_target_s_ci_lo"), row.get("time_to_target_s_ci_hi"))
-                             + " to target (measured)" if known(time_to_target)
-                             else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " (predicted)"),
-                    "cost": cost_text(pick.get("gpu_hours"), device),
+                    "speedup": (interval(sp.get("value"), sp.get("lo"), sp.get("hi"), 1, "×") if same else "–")
+                    if ws > 1 else "1× (baseline)",
+                    "efficiency": (interval(eff.get("value"), eff.get("lo"), eff.get("hi"), 100, "%", floor=0.0)
+                                   if same else "–") if ws > 1 else "100% (baseline)",
+                    "time": (f"{soon['time']} to {soon['target']} (measured)" if soon
+                             else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work (predicted)"),
+                    "cost": cost_text(pick.get("gpu_hours"), device) if same else "–",
                     "bound": _bound_word(_guideline(guidelines, f"step-bound-{model}"), ws),
                     "error": f"{mape:.0f}%" if mape is not None else "not validated",
-                    "verdict": "advice" if deploy["status"] == "advice" else "inconclusive"},
+                    "verdict": "advice" if verdict["status"] == "advice" else "inconclusive"},
         })
     return out
+
+
+def comparison(guidelines: list[dict], device: str) -> dict | None:
+    """The KAN against its baseline to the target (strong, else weak): one sentence, or None."""
+    for exp in ("strong", "weak"):
+        g = next((g for g in guidelines if g.get("id", "").startswith(f"time-to-accuracy-{exp}-")
+                  and "-vs-" in g["id"] and g.get("status") != "not_enough_data"), None)
+        if g is None or g["numbers"].get("ratio_kan_over_mlp") is None:
+            continue
+        n = g["numbers"]
+        kan, mlp = g["id"][len(f"time-to-accuracy-{exp}-"):].split("-vs-")
+        ratio = interval(n["ratio_kan_over_mlp"], *(n.get("ci") or [None, None]), 1, "×", floor=0.0)
+        at = (lambda side: where_text(n[side]["world_size"], device=device))
+        return {"status": g["status"], "settle": g.get("settle"),
+                "text": f"To {n['target']}, {kan} takes {ratio} as long as {mlp}, each at its soonest world size "
+                        f"({at('kan')}, {at('mlp')}) and its own tuned rate ({exp} scaling, measured)."}
+    return None
 
 
 def worst_error(m: dict) -> float | None:
@@ -237,7 +357,7 @@ def _bound_word(g: dict | None, world_size: int) -> str:
 
 def sentence(a: dict) -> str:
     """The model's answer in one plain sentence (the status is shown beside it)."""
-    text = f"{a['model']}: run on {a['where']}, predicted {a['predicted']}."
+    text = f"{a['model']}: run on {a['where']}: {a['claim']}."
     if a["why"]:
         text += " Why: " + "; ".join(a["why"]) + "."
     if a["change"]:
@@ -257,24 +377,26 @@ def placement_text(provenance: dict | None) -> str:
 
 
 def runs_line(status: dict) -> dict:
-    """'43 of 43 runs ok' and the states that need a tile (failed, missing, running, ...)."""
+    """'43 of 43 runs ok', the states that need a tile (failed, missing, running, ...) and how many
+    ran contended (more busy ranks than cores, or beside another point: their times may be inflated)."""
+    contended = len(status.get("contended") or [])
     return {"text": f"{status['ok']} of {status['planned']} runs ok",
-            "tiles": [c for c in NOT_OK if status.get(c)]}
+            "tiles": [c for c in NOT_OK if status.get(c)],
+            "contended": contended}
 
 
 def answer_context(tables: dict, guidelines: list[dict], status: dict) -> dict:
     """What the #answer section shows: verdicts, per-model sentences, the answer table, the runs."""
     device = _device(tables.get("points"))
-    accuracy = [g for g in guidelines if g.get("topic") == "time-to-accuracy" and g.get("status") != "not_enough_data"]
     answers = model_answers(tables, guidelines, device)
-    items = [{"status": g["status"], "text": g["text"].replace("Inconclusive: ", ""), "settle": g.get("settle")}
-             for g in accuracy]
+    versus = comparison(guidelines, device)
+    items = [versus] if versus else []
     items += [{"status": a["status"], "text": sentence(a), "settle": a["settle"]} for a in answers]
     if not items:
         items = [{"status": "not_enough_data", "settle": None,
                   "text": "No answer yet: the study has no strong-scaling points the performance model could "
                           "place (add experiments.strong, or wait for its points to finish)."}]
-    return {"items": items, "runs": runs_line(status), "device": device,
+    return {"items": items, "runs": runs_line(status), "device": device, "terms": TERMS,
             "headers": ["model", "where to run", "speedup", "efficiency", "time there", "cost",
                         "step bound", "model error", "verdict"],
             "rows": [a["row"] for a in answers]}

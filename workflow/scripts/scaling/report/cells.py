@@ -43,7 +43,7 @@ def _pct(v, nd=1):
 
 
 def _topo(r):
-    return f"{int(r['nodes'])}×{int(r['gpus_per_node'])}"
+    return f"{int(r['nodes'])}x{int(r['gpus_per_node'])}"
 
 
 def _runs(r):
@@ -93,7 +93,7 @@ def _t2t(r):
 
 def ddp_where(r):
     link = r.get("link_mbit")
-    t = f"{int(r['nodes'])}×{int(r['gpus_per_node'])}"
+    t = f"{int(r['nodes'])}x{int(r['gpus_per_node'])}"
     return t + (f" @ {float(link):g} Mbit/s (emulated)" if known(link) and float(link) > 0 else "")
 
 
@@ -116,7 +116,7 @@ def _bytes(r):
 # per study: (header, function of the row) -- units in the headers
 TABLE_COLUMNS = {
     "strong": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
         ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
@@ -131,7 +131,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "weak": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
         ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s per rank (mean [95% CI])", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
@@ -143,7 +143,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "comm": [
-        ("model", lambda r: r["model"]), ("nodes×ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
         ("world size", lambda r: int(r["world_size"])), ("ok/planned", _runs),
         ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
         ("exposed comm ms (median)", lambda r: number_text(1e3 * r["exposed_comm_s_median"], 2)
@@ -153,7 +153,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "allreduce": [
-        ("placement", lambda r: cell_text(r.get("placement_class"))), ("nodes×ranks", _topo),
+        ("placement", lambda r: cell_text(r.get("placement_class"))), ("nodes x ranks", _topo),
         ("world size", lambda r: int(r["world_size"])), ("size KiB", lambda r: number_text(r["size_bytes"] / 1024, 0)),
         ("repeats", lambda r: int(r["n_ok"])),
         ("time µs (mean [95% CI])", lambda r: _ci(r, "time_s", 1, 1e6)),
@@ -172,7 +172,7 @@ TABLE_COLUMNS = {
     ],
     "model_size": [
         ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
-        ("nodes×ranks", _topo), ("ok/planned", _runs), ("parameters", lambda r: number_text(r.get("num_params"), 0)),
+        ("nodes x ranks", _topo), ("ok/planned", _runs), ("parameters", lambda r: number_text(r.get("num_params"), 0)),
         ("peak memory GiB (mean [95% CI])", lambda r: _ci(r, "peak_mem_gib", 3)),
         ("memory kind", lambda r: cell_text(r.get("mem_kind"))),
         ("params per GB", lambda r: number_text(r.get("params_per_gb"), 0)),

@@ -44,8 +44,11 @@ def plot_comm(studies: list[dict], st: kit.Styles, folder: Path, share_pct: floa
                       for _, t in have for r in t.itertuples()})
     st = st.within([t for _, t in have])
     ticks = [f"p={p}\n{n}x{g}\n{'simulated' if c == SIMULATED else c.split('-')[0]}" for p, n, g, c in configs]
-    colors = "Colours: studies." if st.multi else (f"Colours: placement class; \"{SIMULATED}\" = several 'nodes' "
-                                                   f"whose ranks all ran on one host (no network between them).")
+    drawn = {cfg[3] for cfg in configs}
+    # a caption names only what is drawn: the simulated class is explained where it has a bar
+    colors = "Colours: studies." if st.multi else (
+        "Colours: placement class" + (f"; \"{SIMULATED}\" = several 'nodes' whose ranks all ran on one host (no "
+                                      "network between them)." if SIMULATED in drawn else "."))
     out = {}
     for name, y, lo, hi, ylabel, title, floor in (
             ("comm_exposed", "exposed_comm_pct_mean", "exposed_comm_pct_ci_lo", "exposed_comm_pct_ci_hi",

@@ -7,11 +7,11 @@ must shorten, and a step that stops getting shorter is where scaling stops payin
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from ..common.columns import SINGLE
 from . import plotkit as kit
-from .series import TITLES, ddp_rows, errorbar_lines, model_lines
+from .series import TITLES, ddp_rows, lines, model_lines
 
 NAME = "headline"
 
@@ -35,35 +35,50 @@ def formula(model_json: dict | None, model: str, cls: str) -> str:
     return " + ".join(parts) or "not fitted"
 
 
+def _wrap(text: str, width: int = 70) -> str:
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
 def plot_headline(tables: dict, folder: Path) -> dict:
-    """The headline figure's manifest entry (or why it is missing)."""
+    """The headline figure's manifest entry (or why it is missing). One colour per model (the
+    figure's question is which model, where), one line style per placement class."""
     strong = ddp_rows(tables.get("strong"))
     if strong.empty or "step_time_s_mean" not in strong or strong["step_time_s_mean"].notna().sum() == 0:
         return {NAME: {"title": TITLES[NAME], "missing": "no strong-scaling point with a step time (status ok)"}}
     t = strong.dropna(subset=["step_time_s_mean"])
-    st = kit.Styles(["this study"], list(t["model"].dropna()))
+    models = sorted(set(t["model"].dropna()))
+    color = {m: kit.STUDY_COLORS[i % len(kit.STUDY_COLORS)] for i, m in enumerate(models)}
     fig, ax = kit.figure()
-    xs, _ = errorbar_lines(ax, st, 0, t, "world_size", "step_time_s_mean", "step_time_s_ci_lo",
-                              "step_time_s_ci_hi", 1e3)
+    xs, measured_top = [], 0
+    for model, cls, g in lines(t, "world_size"):
+        mid = 1e3 * g["step_time_s_mean"]
+        ax.errorbar(g["world_size"], mid, yerr=kit.errors(mid, 1e3 * g["step_time_s_ci_lo"], 1e3 * g["step_time_s_ci_hi"]),
+                    marker="o", capsize=4, color=color[model], lw=1.6, markersize=6,
+                    label=_wrap(f"{model}, {cls}: measured" if len(models) > 1 else f"{cls}: measured"))
+        xs += list(g["world_size"])
+    measured_top = max(xs)
     model_json = tables.get("model")
     for model, cls, preds, err in model_lines(model_json):
-        if model not in set(t["model"]):
+        if model not in color:
             continue
         px = [r["world_size"] for r in preds]
         py = [1e3 * r["step_time_s"]["value"] for r in preds]
-        who = st.label(0, model, cls)
-        ax.plot(px, py, ls=kit.PLACEMENT_DASHES.get(cls, "--"), lw=1.2, color=st.color(0, cls),
-                label=f"model, {who}: {formula(model_json, model, cls)} ({err.replace('LOO MAPE', 'error')})")
+        who = f"{model}, {cls}" if len(models) > 1 else cls
+        ax.plot(px, py, ls=kit.PLACEMENT_DASHES.get(cls, "--"), lw=1.2, color=color[model],
+                label=_wrap(f"model, {who}: {formula(model_json, model, cls)} ({err.replace('LOO MAPE', 'error')})"))
         xs += px
     kit.world_axis(ax, sorted(set(xs)))
     kit.plain_log_y(ax)
+    if max(xs) > measured_top:  # what lies right of the last measurement is a prediction only
+        ax.axvspan(measured_top * 1.2, max(xs) * 1.4, color="0.92", zorder=0, lw=0)
     ax.set_xlabel("world size (ranks)")
     ax.set_ylabel("step time (ms, log scale)")
     ax.set_title(TITLES[NAME])
     kit.legend_below(fig, ax, ncol=1)
-    single = " The single-rank point starts each placement's line." if (t["placement_class"] == SINGLE).any() else ""
-    caption = ("Markers: measured median step (mean over repeats, 95% CI bars); dashed: the performance model's "
-               "prediction at the strong experiment's batch, with its fitted formula (b = per-rank batch; "
-               "all-reduce(p) = the ring all-reduce time of the gradients at p ranks) and its leave-one-out "
-               "error. A line that stops falling is where more ranks stop paying." + single)
+    caption = ("Solid with markers: measured median step (mean over repeats, 95% CI bars), the single-rank point "
+               "starting each placement's line; dashed: the performance model's prediction at the strong "
+               "experiment's batch, with its fitted formula (b = per-rank batch; all-reduce(p) = the ring "
+               "all-reduce of the gradients at p ranks) and its leave-one-out error"
+               + ("; the shaded part lies beyond the largest world size measured" if max(xs) > measured_top else "")
+               + ". Where a line rises, more ranks make each step slower.")
     return {NAME: {"file": kit.save(fig, folder, NAME), "title": TITLES[NAME], "caption": caption}}

@@ -32,7 +32,7 @@ from .answer import answer_context, placement_text
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .plots_accuracy import CRITICAL, PREFIX
 from .reference import PAPER_BASELINE
-from .sections import (SECTIONS, compare_context, ddp_model_rows, expectations_context, figure_entries, fit_rows,
+from .sections import (SECTIONS, compare_context, core_table, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
 from .summary import measured_on
 
@@ -55,8 +55,9 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     sections = {}
     for name in SECTIONS:
         t = tables.get(name)
-        sections[name] = {"table": table_rows(name, t), "figures": figure_entries(manifest, figures_dir,
-                                                                                   SECTION_FIGURES[name]),
+        table = table_rows(name, t)
+        sections[name] = {"table": table, "core": core_table(name, table),
+                          "figures": figure_entries(manifest, figures_dir, SECTION_FIGURES[name]),
                           "num_guidelines": sum(g.get("topic") == name for g in guidelines)}
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))

@@ -18,6 +18,7 @@ from ..decide.expectations import fmt_ci
 from ..decide.sequential import history_context
 from ..tables.fits import fit_text
 from . import compare as compare_studies
+from .answer import interval
 from .cells import cell_text, ddp_where, number_text
 from .numbers import numbers_tables
 from .reference import comparable, overlay_note
@@ -26,6 +27,34 @@ from .summary import band_text, status_counts
 SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
 TOPICS = (("time-to-accuracy", "Time to the held-out target"), ("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
           ("comm", "Communication and placement"), ("model_size", "Memory"), ("ddp", "DDP settings"))
+
+
+# the columns a section's table shows at first (at most 8: the rest is one click away and in the CSV),
+# by the start of their header (a held-out target renames the time-to-target columns)
+CORE_COLUMNS = {
+    "strong": ("model", "nodes x ranks", "world size", "batch/rank", "samples/s", "efficiency vs DDP base",
+               "time to", "ok/planned"),
+    "weak": ("model", "nodes x ranks", "world size", "batch/rank", "samples/s per rank", "weak efficiency vs DDP base",
+             "exposed comm %", "ok/planned"),
+    "comm": ("model", "nodes x ranks", "placement", "exposed comm % (mean", "samples/s", "loss vs 1 node", "ok/planned"),
+    "model_size": ("model", "hidden width", "nodes x ranks", "parameters", "peak memory", "samples/s per rank",
+                   "ok/planned"),
+    "ddp": ("model", "placement", "setting", "step ms", "step vs none", "final loss vs none", "time to target vs none",
+            "ok/planned"),
+}
+
+
+def core_table(name: str, table: dict) -> dict:
+    """The table with its core columns only (CORE_COLUMNS; the first match of each), and how many
+    columns the full table has; a table without a core list is shown whole."""
+    heads = table["headers"]
+    keep = []
+    for want in CORE_COLUMNS.get(name, heads):
+        i = next((i for i, h in enumerate(heads) if h.startswith(want) and i not in keep), None)
+        if i is not None:
+            keep.append(i)
+    return {"headers": [heads[i] for i in keep], "rows": [[r[i] for i in keep] for r in table["rows"]],
+            "hidden": len(heads) - len(keep)}
 
 
 def figure_entries(manifest: dict, folder: str | Path | None, names: list[str]) -> list[dict]:
@@ -132,9 +161,12 @@ def fit_rows(fits: dict) -> list[list[str]]:
 def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str:
     if prm.get("at_bound"):
         return f"{name} at its lower bound 0"
-    txt = f"{name} = {prm['value'] * scale:.3g}{unit}"
     if prm.get("ci_lo") is not None:
-        txt += f" [{prm['ci_lo'] * scale:.3g}, {prm['ci_hi'] * scale:.3g}]"
+        # to the first digit of the interval's width; an end within float noise of 0 reads 0
+        lo = 0.0 if abs(prm["ci_lo"]) < 1e-9 * max(abs(prm["ci_hi"]), 1e-300) else prm["ci_lo"]
+        txt = f"{name} = {interval(prm['value'], lo, prm['ci_hi'], scale, unit.strip() and ' ' + unit.strip())}"
+    else:
+        txt = f"{name} = {prm['value'] * scale:.3g}{unit}"
     return txt + (f" ({prm['note']})" if prm.get("note") else "")
 
 

@@ -14,7 +14,7 @@ from . import plotkit as kit
 REFERENCE_LABEL = "seed paper (A100, pykan)"
 REF_STYLE = {"color": "0.45", "marker": "s", "linestyle": ":", "markersize": 6, "label": REFERENCE_LABEL}
 # the trainer's loss (kan/loop.py): MSE on a regression target, cross-entropy on a classification table
-LOSS_LABEL = "training loss (MSE, or cross-entropy for classes; mean over ranks)"
+LOSS_LABEL = "training loss, mean over ranks\n(MSE, or cross-entropy for classes)"  # two lines: fits the panel
 TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Strong scaling: efficiency",
           "loss_curves": "Training loss vs training time", "weak_throughput": "Weak scaling: throughput per rank",
           "weak_efficiency": "Weak scaling: efficiency", "comm_exposed": "Exposed communication by placement",
@@ -127,8 +127,12 @@ def studies_with(studies: list[dict], name: str, col: str) -> list[tuple[int, pd
 
 
 def model_caption(studies) -> str:
-    if not any(model_lines(s["tables"].get("model")) for s in studies):
+    """What the model's lines look like, naming only the placement classes drawn (a caption never
+    describes a line style the figure does not have)."""
+    classes = sorted({cls for s in studies for _, cls, _, _ in model_lines(s["tables"].get("model"))})
+    if not classes:
         return ""
-    return (" Dashed (intra-node), dash-dotted (inter-node), dotted (simulated inter-node): the performance "
-            "model's prediction (a model, not a measurement) with its leave-one-world-size-out error"
-            + ("" if len(studies) > 1 else " and its bootstrap band") + ".")
+    style = {"--": "dashed", "-.": "dash-dotted", ":": "dotted"}
+    drawn = ", ".join(f"{style[kit.PLACEMENT_DASHES.get(c, '--')]} ({c})" for c in classes)
+    return (f" {drawn[0].upper()}{drawn[1:]}: the performance model's prediction (a model, not a measurement) "
+            "with its leave-one-world-size-out error" + ("" if len(studies) > 1 else " and its bootstrap band") + ".")

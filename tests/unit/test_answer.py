@@ -1,0 +1,56 @@
+"""The answer's words and numbers (scaling/report/answer.py): intervals rounded to what they support,
+one placement notation, and with a held-out target the verdicts a deployment is decided by (where each
+model reaches the target soonest, and the KAN against its baseline) instead of the rule texts."""
+
+from scaling.report.answer import answer_context, comparison, cost_text, interval, seconds, to_target, where_text
+
+TARGET = "val_loss ≤ 0.09236"
+KAN, MLP = "kan-bspline [30,8,2] on t", "mlp_matched [30,8,2] on t"
+
+
+def soonest(model: str, t: float, ci, ratio, rci, status="advice", settle=None) -> dict:
+    g = {"id": f"time-to-accuracy-strong-{model}", "topic": "time-to-accuracy", "status": status,
+         "text": "(the rule's own words)", "numbers": {
+             "target": TARGET, "soonest": {"world_size": 1, "placement": "1x1", "time_to_target_s": t, "ci": ci},
+             "others": [{"world_size": 2, "placement": "1x2", "ratio": ratio, "ci": rci, "decided": True}]}}
+    return {**g, "settle": settle} if settle else g
+
+
+def test_intervals_keep_the_digits_their_width_supports_and_two_of_their_own():
+    assert interval(3.9312, 0.811, 19.0571, 1, "×") == "3.9 [0.81, 19]×"  # the low end must not round onto 1
+    assert interval(1.6321, 1.6234, 1.6441, 1, "×") == "1.632 [1.623, 1.644]×"
+    assert interval(0.08, 0.0106, 0.6026, 100, "%", floor=0.0) == "8.0% [1.1%, 60%]"
+    assert interval(0.3, -0.2, 0.9, 100, "%", floor=0.0) == "30% [0%, 90%]"  # a share cannot be negative
+    assert seconds(0.0434, 0.0387, 0.0498) == "43 [39, 50] ms" and seconds(12.34, 11.0, 13.9) == "12.3 [11.0, 13.9] s"
+    assert interval(None) == "–" and seconds(float("nan")) == "–"
+
+
+def test_one_placement_notation_and_the_cost_in_its_units():
+    assert where_text(1, 1, 1, "GPU") == "1 GPU" and where_text(8, 2, 4, "GPU") == "2 nodes x 4 GPUs"
+    assert where_text(2, 1, 2, "CPU") == "1 node x 2 CPU ranks" and where_text(4, device="GPU") == "4 GPUs"
+    assert cost_text(2.5, "GPU") == "2.5 GPU-hours" and cost_text(1e-5, "CPU") == "0.036 rank-seconds"
+
+
+def test_the_time_to_target_verdict_in_plain_words():
+    a = to_target(soonest(KAN, 0.0736, [0.008, 0.139], 5.17, [1.26, 21.26], "inconclusive", "run 1 more repeat"),
+                  "CPU")
+    assert a["where"] == "1 CPU rank" and a["time"] == "74 [8.0, 139] ms"
+    assert a["others"] == ["1 node x 2 CPU ranks take 5.2 [1.3, 21]× as long"]
+    assert a["status"] == "inconclusive" and a["settle"] == "run 1 more repeat"
+    assert to_target({"status": "not_enough_data", "numbers": {}}, "CPU") is None and to_target(None, "CPU") is None
+
+
+def test_the_kan_against_its_baseline_comes_first_and_rule_texts_stay_in_their_section():
+    vs = {"id": f"time-to-accuracy-strong-{KAN}-vs-{MLP}", "topic": "time-to-accuracy", "status": "inconclusive",
+          "text": "(rule text)", "settle": "run 18 more repeats",
+          "numbers": {"target": TARGET, "ratio_kan_over_mlp": 3.93, "ci": [0.81, 19.06],
+                      "kan": {"world_size": 1, "time_to_target_s": 0.07}, "mlp": {"world_size": 1,
+                                                                                "time_to_target_s": 0.02}}}
+    guidelines = [soonest(KAN, 0.0736, [0.008, 0.139], 5.17, [1.26, 21.26]), vs]
+    c = comparison(guidelines, "CPU")
+    assert c["text"].startswith(f"To {TARGET}, {KAN} takes 3.9 [0.81, 19]× as long as {MLP}")
+    assert c["status"] == "inconclusive" and c["settle"] == "run 18 more repeats"
+    status = {"ok": 83, "planned": 84, "failed": 1, "failed_kinds": {"killed": 1}, "contended": [{}] * 3}
+    ctx = answer_context({"model": None, "strong": None, "points": None}, guidelines, status)
+    assert ctx["items"][0]["text"] == c["text"] and "(rule text)" not in str(ctx["items"])
+    assert ctx["runs"] == {"text": "83 of 84 runs ok", "tiles": ["failed"], "contended": 3}
