@@ -78,6 +78,15 @@ class LocalBSpline:
         self.t0 = lo - p * self.h  # first knot
         self.coef64 = uniform_bspline_local_coefficients(p)  # (q, r)
         self._cache: dict[tuple[torch.device, torch.dtype], tuple] = {}
+        self._knots: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+
+    def knots(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        """(2,) [t0, inv_h] on `device` in `dtype`, built once per (device, dtype) and then reused:
+        a tensor built per call is a host-to-device copy, which CUDA-graph capture forbids."""
+        key = (torch.device(device), dtype)
+        if key not in self._knots:
+            self._knots[key] = torch.tensor([self.t0, self.inv_h], dtype=dtype, device=device)
+        return self._knots[key]
 
     def constants(self, device: torch.device, dtype: torch.dtype) -> tuple:
         key = (device, dtype)
