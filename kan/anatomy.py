@@ -39,13 +39,18 @@ RULE = ("bound = the largest part of the measured synced step: dispatch = the fi
 
 def fit_line(batches: tuple[int, int], times_s: tuple[float, float]) -> tuple[float, float]:
     """(fixed seconds, seconds per sample) of the line through two (batch, step time) points; a
-    negative intercept (noise at a step that is nearly all per-sample work) is reported as 0."""
+    negative intercept (noise at a step that is nearly all per-sample work) is reported as 0. A
+    negative slope (noise at a step that is nearly all fixed cost) is reported as 0 per sample, and
+    then the fixed cost is the mean of the two steps: the intercept of the falling line would lie
+    above both (1.0 and 0.9 ms at batches 128 and 512 would give 1.033 ms)."""
     (b1, b2), (t1, t2) = batches, times_s
     if b1 == b2:
         raise ValueError(f"two different batches are needed, got {b1} twice")
     per_sample = (t2 - t1) / (b2 - b1)
+    if per_sample <= 0.0:
+        return (t1 + t2) / 2, 0.0
     fixed = t2 - per_sample * b2
-    return max(fixed, 0.0), max(per_sample, 0.0)
+    return max(fixed, 0.0), per_sample
 
 
 def bound(parts_ms: dict[str, float | None]) -> str | None:

@@ -16,6 +16,11 @@ def test_the_line_through_two_batches_gives_fixed_and_per_sample_cost():
     assert fixed == pytest.approx(0.002) and per == pytest.approx(1e-6)
     # noise on a step of nearly all per-sample work: the intercept is reported as 0, not negative
     assert anatomy.fit_line((16, 64), (16e-6, 64.5e-6))[0] == 0.0
+    # noise on a step of nearly all fixed cost: the slope clamps to 0 and the fixed cost is the mean
+    # of the timed steps, not the falling line's intercept (1.033 ms, above both)
+    fixed, per = anatomy.fit_line((128, 512), (1.0e-3, 0.9e-3))
+    assert per == 0.0 and fixed == pytest.approx(0.95e-3)
+    assert 0.9e-3 <= fixed <= 1.0e-3
     with pytest.raises(ValueError):
         anatomy.fit_line((8, 8), (1.0, 1.0))
 
