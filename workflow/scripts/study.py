@@ -207,6 +207,8 @@ def cmd_plan(args) -> int:
               + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
     print(summary.estimate_line(rows, plan.ESTIMATE_RULE))
     print(summary.largest_line(rows, points, gpus))
+    for line in summary.left_out_lines(plan.ddp_left_out(cfg)):
+        print(line)
     for line in allocations:
         print(line)
     print()

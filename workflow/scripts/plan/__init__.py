@@ -5,7 +5,8 @@
     checks.py    the rules the schema cannot say (one batch for strong, limits, buildable points)
     fields.py    config key -> kan dataclass field (CONFIG_FIELDS); launch_settings, limits
     data.py      the `data:` section -> kan DataConfigs; a table read and checked once, hashed
-    points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point
+    points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point;
+                 ddp settings that cannot run under CUDA-graph capture left out (ddp_left_out)
     runtimes.py  step-time estimates from earlier records; each point's time limit
     state.py     record_state, retry_token (which points run again), ANALYSIS_RULES
     factories.py model.impl factories: relative paths resolved, each checked once (imports, builds, shape)
@@ -19,12 +20,13 @@ them. Below: what callers use. The modules import each other directly, never thi
 from . import factories, packs
 from .config import _merge, config_warnings, load_config, read_yaml, validate_config
 from .fields import CONFIG_FIELDS, launch_settings, limits, lr_candidates
-from .points import DDP_DEFAULTS, build_points, initial_points, points_digest, points_json, repeat_plan
+from .points import (DDP_DEFAULTS, build_points, ddp_left_out, initial_points, points_digest, points_json,
+                     repeat_plan)
 from .runtimes import ESTIMATE_RULE, point_runtimes
 from .schema import ConfigError, load_schema
 from .state import ANALYSIS_RULES, record_state, retry_token
 
-__all__ = ["ANALYSIS_RULES", "factories", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError", "build_points",
-           "config_warnings", "initial_points", "launch_settings", "limits", "load_config", "load_schema",
-           "point_runtimes", "points_digest", "points_json", "read_yaml", "record_state", "repeat_plan",
-           "retry_token", "validate_config"]
+__all__ = ["ANALYSIS_RULES", "factories", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError",
+           "build_points", "config_warnings", "ddp_left_out", "initial_points", "launch_settings", "limits",
+           "load_config", "load_schema", "point_runtimes", "points_digest", "points_json", "read_yaml",
+           "record_state", "repeat_plan", "retry_token", "validate_config"]

@@ -10,7 +10,8 @@ from kan.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from .fields import study_parts
-from .points import DDP_DEFAULTS, TRAINING_EXPERIMENTS, enabled, plan_points, repeat_plan, world
+from .points import (CAPTURE_SAFE_HOOKS, DDP_DEFAULTS, TRAINING_EXPERIMENTS, ddp_left_out, enabled, plan_points,
+                     repeat_plan, world)
 
 
 def semantic_problems(cfg: dict) -> list[tuple[str, str]]:
@@ -166,7 +167,7 @@ def _graph_problems(cfg: dict) -> list[tuple[str, str]]:
     a CUDA graph needs a CUDA device, so every such point would fail when it starts (kan/graphs.py).
     device auto may find GPUs: a point that finds none fails then, naming the key."""
     if cfg["device"] != "cpu":
-        return []
+        return _capture_only_problems(cfg)
     why = ("is a CUDA graph capture and this study runs on device cpu (gloo), where there is no graph to capture; "
            "allowed: false, or run on GPUs (device: cuda or auto)")
     out = [("training.cuda_graphs", f"true {why}")] if cfg["training"]["cuda_graphs"] else []
@@ -174,6 +175,21 @@ def _graph_problems(cfg: dict) -> list[tuple[str, str]]:
     if ddp and True in ddp["cuda_graphs"]:
         out.append((f"experiments.ddp.cuda_graphs[{ddp['cuda_graphs'].index(True)}]", f"true {why}"))
     return out
+
+
+def _capture_only_problems(cfg: dict) -> list[tuple[str, str]]:
+    """A ddp experiment whose every combination captures the step with a hook that cannot run under
+    capture: nothing it asks for could be measured (a mixed list only loses those combinations,
+    which `make plan` names)."""
+    ddp = enabled(cfg["experiments"], "ddp")
+    if not ddp or ddp["cuda_graphs"] != [True] or any(h in CAPTURE_SAFE_HOOKS for h in ddp["comm_hook"]):
+        return []
+    hooks = ", ".join(ddp["comm_hook"])
+    whys = "; ".join(dict.fromkeys(f"{s['comm_hook']}: {why}" for s, why in ddp_left_out(cfg)))
+    return [("experiments.ddp.comm_hook",
+             f"[{hooks}] with experiments.ddp.cuda_graphs [true] asks only for settings that cannot run under "
+             f"CUDA-graph capture ({whys}); allowed under capture: comm_hook "
+             f"{', '.join(CAPTURE_SAFE_HOOKS)}; add false to cuda_graphs or {CAPTURE_SAFE_HOOKS[0]} to comm_hook")]
 
 
 def _limit_problems(cfg: dict, limits) -> list[tuple[str, str]]:

@@ -101,3 +101,18 @@ def columns(table: list[tuple[str, ...]], right: set[int]) -> list[str]:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
             .rstrip() for row in table]
+
+
+def left_out_lines(left_out: list[tuple[dict, str]]) -> list[str]:
+    """What the ddp experiment's lists ask for that is not planned, one line per reason (at most one
+    per kind of hook: two lines), e.g. 'left out of experiments.ddp: 2 settings with comm_hook
+    powersgd and cuda_graphs true: PowerSGD synchronises ...'."""
+    by_why: dict[str, list[dict]] = {}
+    for setting, why in left_out:
+        by_why.setdefault(why, []).append(setting)
+    lines = []
+    for why, settings in by_why.items():
+        hooks = ", ".join(dict.fromkeys(s["comm_hook"] for s in settings))
+        lines.append(f"left out of experiments.ddp: {plural(len(settings), 'setting')} with comm_hook {hooks} and "
+                     f"cuda_graphs true, which cannot run under CUDA-graph capture: {why}")
+    return lines
