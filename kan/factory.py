@@ -156,9 +156,13 @@ def settings_for(fn, settings: dict) -> dict:
 def build(impl: str, settings: dict):
     """The module the factory returns for `settings` (SETTINGS); FactoryError when the call raises or
     returns something that is not an nn.Module."""
+    return call(impl, load(impl), settings)
+
+
+def call(impl: str, fn, settings: dict):
+    """build's second half: the loaded factory `fn` called with the settings it takes."""
     from torch import nn
 
-    fn = load(impl)
     try:
         model = fn(**settings_for(fn, settings))
     except Exception as e:
@@ -168,11 +172,12 @@ def build(impl: str, settings: dict):
     return model
 
 
-def check_shape(impl: str, model, widths) -> None:
-    """One forward pass of 2 rows inside the grid range on the CPU: the output must be (2, widths[-1])."""
+def check_shape(impl: str, model, widths, device: str = "cpu") -> None:
+    """One forward pass of 2 rows inside the grid range on `device` (the CPU; meta checks shapes
+    only): the output must be (2, widths[-1])."""
     import torch
 
-    x = torch.rand(2, widths[0]) * 2 - 1
+    x = torch.rand(2, widths[0], device=device) * 2 - 1
     try:
         with torch.no_grad():
             y = model(x)

@@ -55,10 +55,25 @@ def _columns(path: Path) -> dict[str, np.ndarray]:
             raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), which is not "
                             f"installed here; or save the table as CSV or NPZ ({e})") from None
     elif suffix in (".csv", ".txt"):
+        _check_header(path)
         frame = pd.read_csv(path)
     else:
         raise DataError(f"{path}: unknown table format {suffix!r}; allowed: .csv, .parquet, .npz")
     return {str(c): frame[c].to_numpy() for c in frame.columns}
+
+
+def _check_header(path: Path) -> None:
+    """DataError for a CSV header that names a column twice (pandas would call the second 'a' 'a.1')."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        header = next(csv.reader(f), [])
+    seen = set()
+    for i, name in enumerate(header):
+        if name in seen:
+            raise DataError(f"{path}: column {name!r} is named twice in the header (columns {header.index(name) + 1} "
+                            f"and {i + 1}); give each column its own name")
+        seen.add(name)
 
 
 def _sklearn(name: str) -> tuple[dict[str, np.ndarray], str]:

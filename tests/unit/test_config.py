@@ -227,7 +227,9 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                # how points are grouped into Slurm allocations, read by plan/packs.py, not a point's field
                "resources.pack", "resources.pack.*",
                # the readiness check's own steps and batch (plan/points.py sets its points' fields from them)
-               "experiments.readiness", "experiments.readiness.*")
+               "experiments.readiness", "experiments.readiness.*",
+               # the plan's limit on a factory's check (plan/factories.py), not a point's field
+               "model.factory_check_timeout_s")
 _BOUNDS = (("lo", "minimum"), ("gt", "exclusiveMinimum"), ("hi", "maximum"))
 
 

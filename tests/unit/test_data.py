@@ -106,6 +106,8 @@ def test_a_good_file_plans_with_its_hash_and_absolute_path(tmp_path, monkeypatch
 BAD = [  # (file name, header, rows, data section patch, study patch, the key, words the line must hold)
     ("missing.csv", None, None, {}, {}, "data.path", "data file not found"),
     ("t.csv", ["a", "b", "y"], _good_rows(), {"target": "label"}, {}, "data.path", "column 'label' (data.target)"),
+    ("t.csv", ["a", "a", "label"], _good_rows(), {}, {}, "data.path",
+     "column 'a' is named twice in the header (columns 1 and 2)"),
     ("t.csv", ["a", "b", "label"], _good_rows(), {"features": ["a", "c"]}, {}, "data.path", "column 'c' (data.features)"),
     ("t.csv", ["a", "b", "label"], [("x", 1, 0)] + _good_rows(), {}, {}, "data.path",
      "column 'a' has a non-numeric value 'x'"),

@@ -4,6 +4,9 @@ file's content hash, and built by the trainer's model factory."""
 
 import copy
 import json
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -102,6 +105,10 @@ BAD = [  # (file text or None, impl, words the one line must hold)
      "maps a (2, 2) batch to (2, 3), not (2, 1) as model.widths [2, 8, 1] says"),
     ("from torch import nn\ndef build(widths):\n    return nn.Linear(5, 1)\n", "mine.py:build",
      "its forward pass of a (2, 2) batch raised RuntimeError"),
+    # the check runs in a child: an exit, a signal or output of the user's code is one line too
+    ("import sys\nsys.exit(3)\n", "mine.py:build", "'mine.py:build': exited with code 3 at import"),
+    ("import os, signal\ndef build(widths):\n    print('building')\n    os.kill(os.getpid(), signal.SIGTERM)\n",
+     "mine.py:build", "'mine.py:build': was killed by signal SIGTERM while called"),
 ]
 
 
@@ -165,3 +172,56 @@ def test_the_readiness_point_takes_the_studys_smallest_multi_rank_placement(tmp_
              if p.experiment == "readiness"]
     assert [(p.placement.nodes, p.placement.gpus_per_node) for p in ready] == [(2, 1)]
     assert ready[0].train.max_steps == 8 and ready[0].train.warmup_steps == 0 and ready[0].train.samples == 2 * 32 * 8
+
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def test_a_factory_that_never_returns_is_one_error_within_the_limit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    impl = f"{FIXTURES / 'factory_sleeps.py'}:build"
+    path = write_config(tmp_path, [impl], factory_check_timeout_s=3)
+    start = time.monotonic()
+    with pytest.raises(plan.ConfigError) as e:
+        plan.load_config(path)
+    assert time.monotonic() - start < 3 + 10  # the limit, one child's start, and the plan around it
+    assert str(e.value) == (f"{path}: model.impl: {impl!r}: did not return within 3 s (while called; "
+                            f"model.factory_check_timeout_s raises the limit)")
+
+
+def test_a_factory_module_that_parses_arguments_at_import_is_one_error_naming_the_exit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    impl = f"{FIXTURES / 'factory_parses_args.py'}:build"
+    with pytest.raises(plan.ConfigError) as e:
+        plan.load_config(write_config(tmp_path, [impl]))
+    msg = str(e.value)
+    # the trainer's command line starts as the child's: the module would fail there too
+    assert f"model.impl: {impl!r}: exited with code 2 at import (usage: train.py [-h] [--epochs EPOCHS] / " \
+           "train.py: error: unrecognized arguments: --impl" in msg and "\n" not in msg, msg
+
+
+def test_what_a_factory_module_sets_stays_in_its_child(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = torch.get_default_dtype()
+    path = FIXTURES / "factory_sets_float64.py"
+    cfg = plan.load_config(write_config(tmp_path, [f"{path}:build"]))
+    assert factory_points(cfg) and torch.get_default_dtype() == before == torch.float32
+    assert f"kanscale_factory_{factory.file_sha256(path)[:16]}" not in sys.modules  # never imported here
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the planner on a machine without CUDA")
+def test_a_factory_that_needs_cuda_is_checked_on_meta_or_left_unchecked_not_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    impl = f"{FIXTURES / 'factory_needs_cuda.py'}:build"
+    cfg = plan.load_config(write_config(tmp_path, [impl]))
+    assert factory_points(cfg)
+    assert f"model.impl {impl!r}: checked on the meta device (shapes only): it needs CUDA, which this machine " \
+           "lacks (calling it raised AssertionError: Torch not compiled with CUDA enabled)" in plan.config_warnings(cfg)
+    # one that reads a value back cannot be checked on meta either: a warning, and it still plans
+    (tmp_path / "reads.py").write_text("import torch\nfrom torch import nn\n"
+                                       "def build(widths):\n    m = nn.Linear(widths[0], widths[-1]).cuda()\n"
+                                       "    m.weight.sum().item()\n    return m\n")
+    cfg = plan.load_config(write_config(tmp_path / "b", ["../reads.py:build"]))
+    assert factory_points(cfg)
+    (line,) = [w for w in plan.config_warnings(cfg) if "reads.py" in w]
+    assert "not checked: it needs CUDA, which this machine lacks" in line and "meta" in line, line

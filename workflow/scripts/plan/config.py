@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from .checks import semantic_problems
-from .factories import resolve_paths
+from .factories import notes, resolve_paths
 from .points import allreduce_topologies, training_rows
 from .schema import ConfigError, Validator, load_schema, message
 
@@ -127,6 +127,7 @@ def config_warnings(cfg: dict) -> list[str]:
     if "pykan" in m["impl"] and others:
         out.append(f"model.basis {others}: pykan has B-spline edges only, so its points use bspline; "
                    f"{', '.join(others)} run for impl kanscale only")
+    out += notes(m["impl"])  # a factory that needs CUDA, checked on meta or not at all here
     if cfg["network"]["emulate"]:
         multi = [t for _, _, t, _, _, _ in training_rows(cfg) if t["nodes"] > 1] + [
             t for t in allreduce_topologies(cfg) if t["nodes"] > 1]

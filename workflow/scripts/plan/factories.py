@@ -2,6 +2,9 @@
 runs or is written: the file or module exists and imports, the function exists and is callable, it
 returns an nn.Module for the study's settings, and that module maps (batch, widths[0]) to
 (batch, widths[-1]). Each failure is one config error naming the implementation string and the cause.
+The check runs in a child process (kan/factory_check.py) with a time limit
+(model.factory_check_timeout_s): a factory that hangs, exits at import or dies of a signal is such
+an error too, and nothing it sets (torch's default dtype, threads, sys.argv) reaches the planner.
 
 A relative file path is taken relative to the config file that names it (a --config value: relative
 to the working directory) and then written relative to the working directory where it lies inside
@@ -10,12 +13,19 @@ it, so a checkout moved elsewhere plans the same points (the trainer runs there 
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from kan import factory
+from kan.factory_check import BOOT
 
-_CHECKED: dict = {}  # (impl, settings, content hash) -> error or None: one import and build a process
+_CHECKED: dict = {}  # (impl, settings, content hash, limit) -> error or None: one child a process
+_NOTES: dict = {}  # impl -> what its check could not do (a factory that needs CUDA here): a warning
 # False inside a job's own snakemake (a Slurm job step re-reads the Snakefile for its one point): the
 # run that planned and submitted it checked every factory; importing torch again there costs each
 # point ~2 s. The content hash (the point's id) is still read.
@@ -51,9 +61,9 @@ def resolve_paths(cfg: dict, files: list[tuple[str | Path, dict]], cwd: Path | N
         impls[i] = f"{shown}:{function}"
 
 
-def check(impl: str, settings: dict) -> tuple[str, str | None]:
+def check(impl: str, settings: dict, timeout_s: float) -> tuple[str, str | None]:
     """(content hash of a file factory or "", the error or None) for one factory and the settings it
-    gets (kan.factory.settings)."""
+    gets (kan.factory.settings), checked in a child process given `timeout_s` seconds."""
     try:
         target, _, is_file = factory.parse(impl)
         sha = factory.file_sha256(target) if is_file and Path(target).is_file() else ""
@@ -61,12 +71,65 @@ def check(impl: str, settings: dict) -> tuple[str, str | None]:
         return "", str(e)
     if not BUILD["enabled"]:
         return sha, None
-    key = (impl, repr(sorted(settings.items())), sha)
+    key = (impl, repr(sorted(settings.items())), sha, timeout_s)
     if key not in _CHECKED:
-        try:
-            model = factory.build(impl, settings)
-            factory.check_shape(impl, model, settings["widths"])
-            _CHECKED[key] = None
-        except factory.FactoryError as e:
-            _CHECKED[key] = str(e)
+        result = run_check(impl, settings, timeout_s)
+        _CHECKED[key] = result.get("error")
+        if result.get("unchecked") or result.get("note"):
+            _NOTES[impl] = result.get("unchecked") or result["note"]
     return sha, _CHECKED[key]
+
+
+def notes(impls: list[str]) -> list[str]:
+    """One warning line per factory of `impls` whose check could not run in full here."""
+    return [f"model.impl {impl!r}: {_NOTES[impl]}" for impl in impls if impl in _NOTES]
+
+
+def _tail(path: Path, num_lines: int = 2, num_chars: int = 300) -> str:
+    """The last lines the child wrote to stderr, as one line (argparse: its usage and its error)."""
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    text = " / ".join(lines[-num_lines:])
+    return text if len(text) <= num_chars else text[:num_chars - 3] + "..."
+
+
+def run_check(impl: str, settings: dict, timeout_s: float) -> dict:
+    """kan/factory_check.py's result for one factory, run in a child of its own session (killed with
+    everything it started when it runs past `timeout_s`); a child that ends without a result is
+    {"error": <how it ended and at which stage>}."""
+    with tempfile.TemporaryDirectory(prefix="kanscale-factory-") as tmp:
+        folder = Path(tmp)
+        (folder / "request.json").write_text(json.dumps({"impl": impl, "settings": settings,
+                                                         "sys_path": list(sys.path)}))
+        # the child's output goes to files, not pipes: a grandchild holding a pipe cannot stall us
+        with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
+            child = subprocess.Popen([sys.executable, "-c", BOOT, str(folder)], stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=err, start_new_session=True)
+            try:
+                code = child.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)  # the child's session: whatever it started
+                except ProcessLookupError:
+                    pass
+                child.wait()
+        stage = (folder / "stage").read_text() if (folder / "stage").is_file() else "import"
+        where = {"import": "at import", "call": "while called", "forward": "in its forward pass"}[stage]
+        if code is None:
+            return {"error": f"{impl!r}: did not return within {timeout_s:g} s ({where}; "
+                             f"model.factory_check_timeout_s raises the limit)"}
+        if (folder / "result.json").is_file():
+            return json.loads((folder / "result.json").read_text())
+        tail = _tail(folder / "stderr")
+        if code < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        return {"error": f"{impl!r}: {how} {where}" + (f" ({tail})" if tail else "")}

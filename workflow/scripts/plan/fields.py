@@ -84,7 +84,8 @@ def study_parts(cfg: dict, problems: list) -> dict:
     model_kw = config_kwargs(cfg, ModelConfig)
     for impl in m["impl"]:
         if factory.is_factory(impl):  # your own: one model, given the first basis listed
-            mc = _factory_model(impl, {**model_kw, "impl": impl, "basis": m["basis"][0]}, problems)
+            mc = _factory_model(impl, {**model_kw, "impl": impl, "basis": m["basis"][0]}, problems,
+                                m["factory_check_timeout_s"])
             if mc is not None:
                 parts["models"].append(mc)
             continue
@@ -107,12 +108,13 @@ def study_parts(cfg: dict, problems: list) -> dict:
     return parts
 
 
-def _factory_model(impl: str, kw: dict, problems: list) -> ModelConfig | None:
-    """A factory's model, checked (plan/factories.py) and with its file's content hash."""
+def _factory_model(impl: str, kw: dict, problems: list, timeout_s: float) -> ModelConfig | None:
+    """A factory's model, checked in a child process given `timeout_s` seconds (plan/factories.py)
+    and with its file's content hash."""
     shape = _build(ModelConfig, {**kw, "impl": "kanscale"}, problems)  # the settings' own checks, once
     if shape is None:
         return None
-    sha, error = factories.check(impl, factory.settings(shape))
+    sha, error = factories.check(impl, factory.settings(shape), timeout_s)
     if error:
         problems.append(("model.impl", error))
         return None
