@@ -55,7 +55,11 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     assert all(r["optimizer"]["lr_tuned"] for r in batch.values())
     crit = json.loads((work / "results/tuned/critical_batch.json").read_text())
     assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
-    assert all(c["status"] in ("ok", "no growth", "not enough batches", "not reached") for c in crit.values())
+    # what these data give (one repeat, E on the 512-sample evaluation grid): the KAN at its tuned 0.003
+    # reaches its target at batches 16 and 64 only, too few to fit; the MLP after 512, 512 and 1,024
+    # samples, a knee inside the batches tried (B_crit ~200)
+    status = {m.split(" ")[0]: c["status"] for m, c in crit.items()}
+    assert status == {"kan-bspline": "not enough batches", "mlp_matched": "ok"}, {m: c["why"] for m, c in crit.items()}
     choice = json.loads((work / "results/tuned/lr_tuning.json").read_text())
     # each choice under its model's display name (every table's), with the key tuned points look it up by
     assert {k: c["tuning_key"] for k, c in choice.items()} == {

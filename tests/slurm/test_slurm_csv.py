@@ -48,7 +48,13 @@ def test_a_tuned_csv_study_through_slurm_reports_rates_critical_batch_and_verdic
         key = next(k for k, c in choice.items() if c["tuning_key"].startswith(r["point"]["model"]["impl"]))
         assert r["optimizer"]["lr_tuned"]["why"] == choice[key]["why"], r["point"]["id"]
     crit = json.loads((results / "critical_batch.json").read_text())
-    assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] and c["status"] for c in crit.values())
+    assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
+    # one repeat, so each batch's samples to target is a point of the 512-sample evaluation grid (512,
+    # 1,024, 1,536, 2,048) or not reached: of those 5^3 cases the fit gives these four statuses and never
+    # "below the smallest batch tried" (that needs samples growing ~16x from batch 16 to 256; the grid
+    # spans 4x). Which one a model gets rests on the rate its sweep chose (the local twin asserts its own)
+    assert all(c["status"] in ("ok", "beyond the batches tried", "not enough batches", "not reached")
+               for c in crit.values()), {m: c["why"] for m, c in crit.items()}
     verdict = {g["id"]: g for g in json.loads((results / "guidelines.json").read_text())["guidelines"]
                if g["topic"] == "time-to-accuracy"}
     model = " [3,6,2] on file rows.csv:label"

@@ -45,7 +45,38 @@ def test_statuses_say_why_there_is_no_value():
     assert r["status"] == "not enough batches"
     # samples that fall with the batch: no growth, B_crit beyond the largest batch measured
     r = critical_batch([(32, 1000.0), (64, 900.0), (128, 800.0), (256, 800.0)], resamples=20)
-    assert r["status"] == "no growth" and r["b_crit"] is None and r["b_crit_lower_bound"] == 256
+    assert r["status"] == "beyond the batches tried" and r["b_crit"] is None and r["b_crit_lower_bound"] == 256
+
+
+def test_samples_in_proportion_to_the_batch_put_b_crit_below_the_smallest_batch():
+    """Every larger batch took as many steps (samples = 500 x B): the fit's B_crit is ~0 (it was
+    reported as 4.7e-14, status ok); the status says B_crit lies below the batches tried."""
+    r = critical_batch([(b, 500.0 * b) for b in (64, 128, 256) for _ in range(2)], resamples=20)
+    assert r["status"] == "below the smallest batch tried"
+    assert r["b_crit"] is None and r["ci"] is None and r["b_crit_upper_bound"] == 64
+    assert r["s_min"] == pytest.approx(500.0, rel=1e-4) and "B_crit is below 64" in r["why"]
+
+
+def test_flat_samples_put_b_crit_beyond_the_batches_tried():
+    """Samples to target about the same at every batch (each larger batch cut the steps in
+    proportion): a fit far past the largest batch (63,936 from batches 64..256 was reported as ok)."""
+    r = critical_batch([(64, 4000.0), (128, 4010.0), (256, 4030.0)], resamples=20)
+    assert r["status"] == "beyond the batches tried"
+    assert r["b_crit"] is None and r["ci"] is None and r["b_crit_lower_bound"] == 256
+    assert "the fit puts B_crit at" in r["why"] and "more than 4 x the largest batch" in r["why"]
+    r = critical_batch([(64, 4000.0), (128, 4000.0), (256, 4000.0)], resamples=20)  # no growth at all
+    assert r["status"] == "beyond the batches tried"
+
+
+@pytest.mark.parametrize("b_crit, status", [(128.0, "ok"), (17.0, "ok"), (1000.0, "ok"),  # a knee inside
+                                            (15.0, "below the smallest batch tried"),
+                                            (1030.0, "beyond the batches tried")])
+def test_ok_only_within_a_factor_4_of_the_batches_tried(b_crit, status):
+    """Noise-free E(B) = E_min (1 + B / B_crit) over batches 64..256: placed within [64 / 4, 4 x 256]."""
+    r = critical_batch(_rows(5000.0, b_crit, noise=0.0, reps=1, batches=(64, 128, 256)), resamples=20)
+    assert r["status"] == status, r["why"]
+    if status == "ok":
+        assert r["b_crit"] == pytest.approx(b_crit) and r["ci"] is not None
 
 
 def _curves(b_crit=100.0, e_min=1000.0):
@@ -128,3 +159,24 @@ def test_the_figure_marks_b_crit_and_draws_the_fit(tmp_path, monkeypatch):
     x, y = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
     assert y == pytest.approx(5000.0 * (1 + x / 128.0))
     assert plot_critical_batch({}, tmp_path) == {} and plot_critical_batch(None, tmp_path) == {}
+
+
+def test_the_table_shows_each_models_target_and_says_when_they_differ():
+    from scaling.report.cells import critical_rows
+
+    ok = critical_batch(_rows(5000.0, 128.0, noise=0.0, reps=1, batches=(64, 128, 256)), resamples=20)
+    below = critical_batch([(b, 500.0 * b) for b in (64, 128, 256)], resamples=20)
+    kan = {**ok, "target_metric": "val_accuracy", "target_value": 0.9025, "reference_value": 0.95}
+    mlp = {**below, "target_metric": "val_accuracy", "target_value": 0.855, "reference_value": 0.9}
+    t = critical_rows({"kan": kan, "mlp": mlp})
+    col = t["headers"].index("target (differs between models)")
+    assert [r[col] for r in t["rows"]] == ["val_accuracy ≥ 0.9025 (0.95 x 0.95)",
+                                           "val_accuracy ≥ 0.855 (0.95 x 0.9)"]
+    assert t["rows"][1][1] == "< 64" and t["rows"][1][4] == "below the smallest batch tried"
+    assert all("not comparable" in w for w in t["why"].values()) and t["targets_differ"]
+    # one fixed target for both: one plain column, nothing to say
+    same = critical_rows({"kan": {**kan, "target_value": 0.9, "reference_value": float("nan")},
+                          "mlp": {**mlp, "target_value": 0.9, "reference_value": None}})
+    col = same["headers"].index("target")
+    assert [r[col] for r in same["rows"]] == ["val_accuracy ≥ 0.9"] * 2
+    assert not same["targets_differ"] and not any("not comparable" in w for w in same["why"].values())

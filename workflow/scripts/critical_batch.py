@@ -12,7 +12,7 @@ def main(val_curves: str, target: dict | None, resamples: int, level: float, out
     result = critical_batches(read_csv(val_curves), target, resamples, level) if target else {}
     write_json(result, out)
     for model, r in result.items():
-        print(f"{model}: {r['status']}, B_crit {r['b_crit']} {r['ci']}", file=sys.stderr)
+        print(f"{model}: {r['status']}, B_crit {r['b_crit']} {r['ci']}: {r['why']}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -287,20 +287,39 @@ def tuning_rows(tuning: dict) -> list[dict]:
 
 
 def critical_rows(critical: dict) -> dict:
-    """The critical batch per model (critical_batch.json): B_crit with its interval, E_min and S_min,
-    the samples to target at each batch, and the status where there is no value."""
+    """The critical batch per model (critical_batch.json): B_crit with its interval (or the bound a
+    fit outside the batches tried gives), E_min and S_min, the status, the held-out target each model
+    was measured to, and the samples to target at each batch. Models whose targets differ (a target
+    from_reference scales each model's own reference) are said to: their E and B_crit answer
+    different questions."""
     def num(v, digits=3):
         return "–" if v is None else f"{float(v):,.{digits}g}"
 
+    def target(c) -> str:
+        if c.get("target_value") is None:
+            return "–"
+        op = "≤" if c.get("target_metric") == "val_loss" else "≥"
+        ref = c.get("reference_value")
+        of_ref = f" ({c['target_value'] / ref:.3g} x {ref:.4g})" if known(ref) and ref else ""
+        return f"{c['target_metric']} {op} {c['target_value']:.4g}{of_ref}"
+
     batches = sorted({int(b) for c in critical.values() for b in c["batches"]})
+    targets = {m: target(c) for m, c in critical.items()}
+    differ = len({(c.get("target_metric"), c.get("target_value")) for c in critical.values()}) > 1
     rows = []
     for model, c in critical.items():
         ci = c.get("ci") or [None, None]
         crit = (f"{num(c['b_crit'])} [{num(ci[0])}, {num(ci[1]) if ci[1] is not None else '∞'}]" if c["b_crit"]
-                else f"> {c['b_crit_lower_bound']:,}" if c.get("b_crit_lower_bound") else "–")
+                else f"> {c['b_crit_lower_bound']:,}" if c.get("b_crit_lower_bound")
+                else f"< {c['b_crit_upper_bound']:,}" if c.get("b_crit_upper_bound") else "–")
         per = [num(c["samples_to_target"].get(str(b)), 4) if str(b) in c["samples_to_target"]
                else ("not reached" if b in c["not_reached"] else "–") for b in batches]
-        rows.append([model, crit, num(c["e_min"], 4), num(c["s_min"], 4), c["status"], *per])
+        rows.append([model, crit, num(c["e_min"], 4), num(c["s_min"], 4), c["status"], targets[model], *per])
+    why = {m: c["why"] for m, c in critical.items()}
+    if differ:
+        why = {m: f"{w}; measured to {targets[m]}, not the other models' target, so its samples to target and "
+                  f"B_crit are not comparable with theirs" for m, w in why.items()}
     return {"headers": ["model", "B_crit [95% CI]", "E_min samples", "S_min steps", "status",
+                        "target (differs between models)" if differ else "target",
                         *[f"samples to target at B={b:,}" for b in batches]],
-            "rows": rows, "why": {m: c["why"] for m, c in critical.items()}}
+            "rows": rows, "why": why, "targets_differ": differ}
