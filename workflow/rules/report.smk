@@ -18,6 +18,7 @@ rule plot_figures:
         loss_curves=rules.collect_measurements.output.loss_curves,
         val_curves=rules.collect_measurements.output.val_curves,
         model=rules.fit_model.output.model,
+        guidelines=rules.compute_guidelines.output.guidelines,
         compare=get_compare_inputs,
         critical=get_critical_input,
     output:
@@ -43,7 +44,8 @@ rule plot_figures:
         "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
         " --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q} --in loss_curves={input.loss_curves:q}"
-        " --in val_curves={input.val_curves:q} --in model={input.model:q} --param reference={params.reference:q}"
+        " --in val_curves={input.val_curves:q} --in model={input.model:q} --in guidelines={input.guidelines:q}"
+        " --param reference={params.reference:q}"
         " --param thresholds={params.thresholds:q} --param study={params.study:q}"
         " --param compare={params.compare:q} --param critical={params.critical:q} --out plots={output.plots:q}"
         " > {log:q} 2>&1"

@@ -1,6 +1,6 @@
-"""Workflow step: the scaling tables, loss curves, held-out curves (val_curves.csv) and model.json (of this study and of the studies
-in report.compare), and critical_batch.json where the batch experiment ran -> results/<study>/plots/
-(PNG figures + figures.json)."""
+"""Workflow step: the scaling tables, loss curves, held-out curves (val_curves.csv), model.json and
+guidelines.json (of this study and of the studies in report.compare), and critical_batch.json where
+the batch experiment ran -> results/<study>/plots/ (PNG figures + figures.json)."""
 
 import sys
 from pathlib import Path
@@ -18,7 +18,9 @@ def main(inputs: dict, folder: str, reference: str | None, settings: Settings, s
          compare: list[str] | None = None, critical: str | None = None) -> None:
     """`reference`: the config's report.reference name; `compare`: other studies' results folders;
     `critical`: critical_batch.json (None: no batch experiment)."""
-    tables = read_tables(inputs)
+    tables = read_tables({k: v for k, v in inputs.items() if k != "guidelines"})
+    # the headline figure draws the predicted time to a held-out target from its guidelines' numbers
+    tables["guidelines"] = read_json(inputs["guidelines"])["guidelines"] if inputs.get("guidelines") else None
     tables["critical"] = read_json(critical) if critical and Path(critical).exists() else None
     tables["loss_curves"] = clean_curves(tables.get("loss_curves"))
     tables["val_curves"] = clean_val_curves(tables.get("val_curves"))

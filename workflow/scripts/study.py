@@ -161,7 +161,10 @@ def allocation_lines(cfg: dict, points: dict, todo: list[str], source: str) -> l
                                   plan.launch_settings(cfg), pack, source=source)
     shapes: dict[str, list[dict]] = {}
     for p in packs.values():
-        shapes.setdefault(p["shape"], []).append(p)
+        # the plan's one placement notation ('2 nodes x 4 GPUs'), with the jobs that wait on the rate sweep
+        g, first = p["geometry"], points[p["points"][0]].placement  # one geometry: one placement per pack
+        words = summary.placement_words(first.nodes, first.gpus_per_node, bool(g["gres"]))
+        shapes.setdefault(words + (", after the rate sweep" if g["after_sweep"] else ""), []).append(p)
     out = [f"allocations (resources.pack: at most {pack['max_points']} points and {pack['max_runtime_min']} min "
            f"each): {len(packs)} for the {len(todo)} jobs still to run, against {len(todo)} with one job per point"]
     for name, ps in sorted(shapes.items()):

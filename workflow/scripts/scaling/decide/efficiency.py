@@ -141,7 +141,8 @@ def per_rank_batch(table: pd.DataFrame, experiment: str, threshold: float, d: De
                                                                       min_repeats) if straddles
                            else min_repeats - int(best["n_ok"]), key_of(best)))
         head = (f"{model}, {experiment}: compute-only samples/s per rank {listing}; at b={decisive} it is "
-                f"{ci_text(v, lo, hi, '{:.0%}', d.label)} of the best (b={best_b})")
+                f"{ci_text(v, max(lo, 0.0) if lo is not None else lo, hi, '{:.0%}', d.label)} of the best "
+                f"(b={best_b})")  # a throughput ratio cannot be negative: the delta method's lower end is cut at 0
         nums.update(falls_off_at_batch=cutoff, min_good_batch=keep)
         rests = [(topo(r), r["n_ok"]), (f"{topo(best)} (best batch)", best["n_ok"])]
         topic = "strong" if experiment != "weak" else "weak"

@@ -1,6 +1,7 @@
-"""The figure under the answer: step time against world size, one line per model and placement class,
-measured with 95% CI bars, the performance model dashed, its fitted formula in the legend (Extra-P's
-way: one formula drawn over the measurements it came from, with its error).
+"""The figure under the answer, one line per model and placement class, measured with 95% CI bars and
+predicted dashed with how the prediction is made in the legend (Extra-P's way: one formula drawn over
+the measurements it came from, with its error): time to the held-out target against world size where
+the study has one and predicts it (decide/totarget.py), else step time against world size.
 
 Step time, not throughput: at a fixed global batch the step a deployment waits on is what more ranks
 must shorten, and a step that stops getting shorter is where scaling stops paying."""
@@ -10,10 +11,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from ..common.columns import SINGLE
 from . import plotkit as kit
 from .series import TITLES, ddp_rows, lines, model_lines
 
 NAME = "headline"
+TARGET_TITLE = "Time to the held-out target by world size: measured and predicted"
 
 
 def formula(model_json: dict | None, model: str, cls: str) -> str:
@@ -40,8 +43,12 @@ def _wrap(text: str, width: int = 70) -> str:
 
 
 def plot_headline(tables: dict, folder: Path) -> dict:
-    """The headline figure's manifest entry (or why it is missing). One colour per model (the
-    figure's question is which model, where), one line style per placement class."""
+    """The headline figure's manifest entry (or why it is missing): time to the held-out target where
+    the study predicts it, else step time. One colour per model (the figure's question is which model,
+    where), one line style per placement class."""
+    to_target = plot_time_to_target(tables, folder)
+    if to_target:
+        return to_target
     strong = ddp_rows(tables.get("strong"))
     if strong.empty or "step_time_s_mean" not in strong or strong["step_time_s_mean"].notna().sum() == 0:
         return {NAME: {"title": TITLES[NAME], "missing": "no strong-scaling point with a step time (status ok)"}}
@@ -82,3 +89,79 @@ def plot_headline(tables: dict, folder: Path) -> dict:
                + ("; the shaded part lies beyond the largest world size measured" if max(xs) > measured_top else "")
                + ". Where a line rises, more ranks make each step slower.")
     return {NAME: {"file": kit.save(fig, folder, NAME), "title": TITLES[NAME], "caption": caption}}
+
+
+def target_predictions(guidelines: list[dict] | None) -> dict[str, list[tuple[str, list[dict], dict]]]:
+    """{model: [(placement class, predictions, numbers)]} of the strong experiment's predicted time to
+    the held-out target (decide/totarget.py's guideline numbers), multi-rank classes only."""
+    out: dict[str, list] = {}
+    for g in guidelines or []:
+        gid = g.get("id", "")
+        if not gid.startswith("time-to-accuracy-predicted-strong-") or g.get("status") == "not_enough_data":
+            continue
+        model = gid[len("time-to-accuracy-predicted-strong-"):]
+        n = g.get("numbers") or {}
+        by_cls: dict[str, list[dict]] = {}
+        for p in n.get("predictions") or []:
+            by_cls.setdefault(p["placement_class"], []).append(p)
+        for cls, preds in sorted(by_cls.items()):
+            if cls != SINGLE and len(preds) > 1:
+                out.setdefault(model, []).append((cls, sorted(preds, key=lambda p: p["world_size"]), n))
+    return out
+
+
+def target_formula(preds: list[dict]) -> str:
+    """'96 steps × 1.3 × step(p) + 8 ms': how the prediction is made (steps to the target from the
+    measurements, the training clock's ratio to the median step, its start), to two digits."""
+    p = preds[0]
+    return (f"{p['steps_to_target']:,.0f} steps × {p['clock_ratio']:.2g} × step(p) + "
+            f"{1e3 * p['clock_start_s']:.2g} ms")
+
+
+def plot_time_to_target(tables: dict, folder: Path) -> dict | None:
+    """The headline with a held-out target: time to it against world size per model, measured with its
+    95% CI, the prediction dashed with its band and how it is made; None when the study has no
+    predicted time to a held-out target (the step-time headline is drawn instead)."""
+    strong = ddp_rows(tables.get("strong"))
+    predicted = target_predictions(tables.get("guidelines"))
+    if strong.empty or "target_metric" not in strong or not predicted:
+        return None
+    t = strong.dropna(subset=["time_to_target_s"])
+    if t.empty:
+        return None
+    models = sorted(set(t["model"].dropna()) | set(predicted))
+    color = {m: kit.STUDY_COLORS[i % len(kit.STUDY_COLORS)] for i, m in enumerate(models)}
+    metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
+    fig, ax = kit.figure()
+    xs = []
+    for model, cls, g in lines(t, "world_size"):
+        mid = 1e3 * g["time_to_target_s"]
+        ax.errorbar(g["world_size"], mid, yerr=kit.errors(mid, 1e3 * g["time_to_target_s_ci_lo"],
+                                                          1e3 * g["time_to_target_s_ci_hi"]),
+                    marker="o", capsize=4, color=color[model], lw=1.6, markersize=6,
+                    label=_wrap(f"{model}, {cls}: measured"))
+        xs += list(g["world_size"])
+    measured_top = max(xs)
+    for model, entries in predicted.items():
+        for cls, preds, _ in entries:
+            px = [p["world_size"] for p in preds]
+            ax.plot(px, [1e3 * p["time_to_target_s"] for p in preds], ls=kit.PLACEMENT_DASHES.get(cls, "--"), lw=1.2,
+                    color=color.get(model, "0.4"), label=_wrap(f"predicted, {model}, {cls}: {target_formula(preds)}"))
+            if all(p.get("band") for p in preds):
+                ax.fill_between(px, [1e3 * p["band"][0] for p in preds], [1e3 * p["band"][1] for p in preds],
+                                color=color.get(model, "0.4"), alpha=0.12, lw=0)
+            xs += px
+    kit.world_axis(ax, sorted(set(xs)))
+    kit.plain_log_y(ax)
+    if max(xs) > measured_top:
+        ax.axvspan(measured_top * 1.2, max(xs) * 1.4, color="0.92", zorder=0, lw=0)
+    ax.set_ylabel(f"time to {metric} target (ms, log)")
+    ax.set_title(TARGET_TITLE)
+    kit.legend_below(fig, ax, ncol=1)
+    caption = (f"Solid with markers: measured training time until the held-out {metric} first reaches the target "
+               "(mean over repeats, 95% CI bars), the single-rank point starting each placement's line; dashed: "
+               "predicted, as the steps to the target (from the measurements) times the performance model's step "
+               "at p ranks, scaled to the training clock (its ratio to the median step, plus its start), with its "
+               "band" + ("; the shaded part lies beyond the largest world size measured" if max(xs) > measured_top
+                         else "") + ". The lowest point of a model's line is where it gets to the target soonest.")
+    return {NAME: {"file": kit.save(fig, folder, NAME), "title": TARGET_TITLE, "caption": caption}}

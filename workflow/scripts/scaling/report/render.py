@@ -85,6 +85,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "fit_rows": fit_rows(fits),
         "fit_method": fits.get("method") or {},
         "models": model_sections(tables.get("model")),
+        "shared_compute": shared_compute(model_sections(tables.get("model"))),
         "link_check": linkcheck.report_context(tables.get("model")),
         "operator": operator.section(tables.get("strong"), tables.get("model")),
         "model_method": (tables.get("model") or {}).get("method", ""),
@@ -122,6 +123,13 @@ def template_digest(templates: str | Path = TEMPLATES) -> str:
     """The template's fingerprint, written into every page: a sample report in docs/ made by another
     template is stale (tests/unit/test_sample_reports.py), as the workflow's render rule reruns on it."""
     return hashlib.sha256((Path(templates) / "report.html.j2").read_bytes()).hexdigest()[:16]
+
+
+def shared_compute(models: list[dict]) -> str | None:
+    """The compute term's text when every model carries the same one (one fit over all their points):
+    said once, not once per model."""
+    texts = {m["compute"] for m in models if m["compute"]}
+    return texts.pop() if len(models) > 1 and len(texts) == 1 and all(m["compute"] for m in models) else None
 
 
 def slug(text: str) -> str:
