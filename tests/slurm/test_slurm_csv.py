@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from scaling.report.render import slug
 import workflow_runs
 from test_slurm import sbatch_calls
 
@@ -65,4 +66,5 @@ def test_a_tuned_csv_study_through_slurm_reports_rates_critical_batch_and_verdic
                for g in verdict.values()), verdict
     html = (workdir / "reports" / STUDY / "report.html").read_text()
     assert "Each model at its own tuned rate" in html and 'id="table-critical-batch"' in html
-    assert "Time to the held-out target" in html and verdict[kan]["id"] in html
+    # the verdict sits in the Time to accuracy section, its id made a linkable slug
+    assert '<section id="accuracy">' in html and f'id="guideline-{slug(verdict[kan]["id"])}"' in html
