@@ -21,7 +21,8 @@ The bound of the measured synced step (median), from its three parts:
     communication  = the exposed all-reduce (synced step - no_sync step, kan/loop.py's probe)
 is the largest of them. A dispatch-bound step does not get shorter with more ranks at a fixed global
 batch (a smaller per-rank batch saves only per-sample time); capture it as a graph or raise the
-per-rank batch. No torch import at module level: the analysis reads PARTS, RULE and the arithmetic.
+per-rank batch. A captured step has no all-reduce probe: see CAPTURED_RULE and captured_bound. No
+torch import at module level: the analysis reads PARTS, RULE and the arithmetic.
 """
 
 from __future__ import annotations
@@ -59,6 +60,23 @@ def bound(parts_ms: dict[str, float | None]) -> str | None:
     return max(known, key=known.get) if known else None
 
 
+UNDECIDED = "undecided"
+
+
+def captured_bound(compute_ms: float, rest_ms: float, num_ranks: int) -> str:
+    """The bound of a captured step (training.cuda_graphs), from the two parts a graph lets us measure:
+    its compute (the eager line's cost per sample x batch) and the rest of the replayed step. On one
+    rank there is nothing to all-reduce, so the rest is dispatch and the larger part is the bound. On
+    more ranks the rest holds dispatch and the all-reduce in a split no probe sees inside a graph:
+    either may be anything from 0 to all of the rest. Compute is the bound only where it exceeds the
+    whole rest, for then it beats dispatch and communication whatever the split. Otherwise the rest is
+    the larger, and it is dispatch-bound if the rest were all dispatch but communication-bound if it
+    were all all-reduce: undecided, never dispatch by default."""
+    if compute_ms > rest_ms:
+        return "compute"
+    return "dispatch" if num_ranks <= 1 else UNDECIDED
+
+
 def count_ops_mode():
     """A dispatch mode counting every aten operator run under it (`.count`)."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -83,25 +101,37 @@ def compute_only_step(net, opt, loss_fn, xb, yb, ddp: bool) -> None:
     opt.step()
 
 
-def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
-    """The operators (CPU) or kernels (CUDA) of one compute-only step."""
+def gpu_busy(events) -> tuple[int, float | None]:
+    """(number of CUDA kernels, % of the step's wall time they kept the GPU busy) from a profiled
+    step's events (torch.profiler's FunctionEvents, or anything with `device_type` and a `time_range`
+    of start and end in microseconds on the trace's one clock). The wall time runs from the step's
+    first event to its last, CPU or CUDA: the profiler's own start, stop and event processing lie
+    outside it, where a clock around the `profile` block would count them as idle GPU."""
     import torch
 
+    cuda = torch.autograd.DeviceType.CUDA
+    kernels = [e for e in events if e.device_type == cuda]
+    timed = [e for e in events if e.time_range.end > e.time_range.start]  # instant markers: no extent
+    if not kernels or not timed:
+        return len(kernels), None
+    wall_us = max(e.time_range.end for e in timed) - min(e.time_range.start for e in timed)
+    busy_us = sum(e.time_range.end - e.time_range.start for e in kernels)
+    return len(kernels), 100.0 * busy_us / wall_us if wall_us > 0 else None
+
+
+def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
+    """The operators (CPU) or kernels (CUDA) of one compute-only step."""
     from .distributed import sync
 
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
 
         sync(device)
-        t0 = perf_counter()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             compute_only_step(net, opt, loss_fn, xb, yb, ddp)
             sync(device)
-        wall = perf_counter() - t0
-        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        busy = sum(e.device_time for e in kernels) / 1e6  # microseconds
-        return {"ops_per_step": len(kernels), "ops_kind": "CUDA kernels",
-                "gpu_busy_pct": 100.0 * busy / wall if wall > 0 else None}
+        num_kernels, busy_pct = gpu_busy(prof.events())
+        return {"ops_per_step": num_kernels, "ops_kind": "CUDA kernels", "gpu_busy_pct": busy_pct}
     counter = count_ops_mode()
     with counter:
         compute_only_step(net, opt, loss_fn, xb, yb, ddp)
@@ -154,15 +184,19 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
 
 
 CAPTURED_RULE = ("captured step (training.cuda_graphs): the line is the eager step's (measured before capture); "
-                 "compute = cost per sample x per-rank batch, dispatch = what remains of the measured replayed "
-                 "step (one graph launch and the batch's copy-in), communication unmeasured (no probe in a graph)")
+                 "compute = cost per sample x per-rank batch, dispatch = the rest of the replayed step, the "
+                 "all-reduce included (one graph launch, the batch's copy-in and, on more than one rank, the "
+                 "all-reduce), communication not measured (no probe inside a graph); bound = compute where it "
+                 "exceeds the whole rest, else on one rank dispatch, on more undecided (the rest's split between "
+                 "dispatch and the all-reduce is unknown)")
 
 
 def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, captured: bool = False) -> dict | None:
     """The record's `anatomy` from every rank's raw measurement (the slowest rank's compute line sets
     the pace, as its steps do) and the measured synced step. A captured step (training.cuda_graphs)
-    keeps the eager line for its compute and takes its dispatch as the rest of the replayed step:
-    capture removes the per-operator launches, not the arithmetic."""
+    keeps the eager line for its compute and takes its dispatch as the rest of the replayed step, the
+    all-reduce included (capture removes the per-operator launches, not the arithmetic); its
+    communication is not measured (None, never 0) and its bound is captured_bound's."""
     mine = [r for r in raw if r]
     if not mine:
         return None
@@ -171,7 +205,7 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, ca
     b = slowest["batches"][1]
     parts = {"dispatch": 1e3 * fixed, "compute": 1e3 * per_sample * b,
              "communication": 1e3 * max(exposed_s, 0.0) if exposed_s is not None else None}
-    if captured:
+    if captured:  # one raw per rank: len(raw) ranks, the all-reduce inside the graph where there are two or more
         parts = {"dispatch": 1e3 * max(step_s - per_sample * b, 0.0), "compute": parts["compute"],
                  "communication": None}
     return {
@@ -181,6 +215,7 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, ca
         "gpu_busy_pct": slowest["gpu_busy_pct"],
         "step_ms": 1e3 * step_s, "parts_ms": parts,
         "fixed_share_pct": 100.0 * parts["dispatch"] / (1e3 * step_s) if step_s > 0 else None,
-        "bound": bound(parts), "rule": CAPTURED_RULE if captured else RULE, "steps_per_batch": ANATOMY_STEPS,
+        "bound": captured_bound(parts["compute"], parts["dispatch"], len(raw)) if captured else bound(parts),
+        "rule": CAPTURED_RULE if captured else RULE, "steps_per_batch": ANATOMY_STEPS,
         "step": "captured" if captured else "eager", "eager_fixed_step_ms": 1e3 * fixed,
     }

@@ -2,13 +2,16 @@
 at the smallest world size of the strong experiment (its DDP baseline: what one rank's step is made
 of), is the step dispatch-, compute- or communication-bound, and what follows for adding ranks.
 Advice only when every ok repeat gives the same bound and there are at least report.min_repeats of
-them; a study whose records carry no anatomy (older records) gets no such guideline."""
+them; a study whose records carry no anatomy (older records) gets no such guideline. A captured step
+(training.cuda_graphs) is never told to capture itself: its all-reduce is not measured, its dispatch is
+the rest of the replayed step with the all-reduce in it, and where that rest outweighs its compute on
+more than one rank the bound is undecided (kan.anatomy.captured_bound)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import RULE
+from kan.anatomy import CAPTURED_RULE, RULE, UNDECIDED
 
 from .rules import Decide, guideline, key_of, rests_on, topo
 
@@ -19,6 +22,16 @@ FOLLOWS = {
                "all-reduce they add stays below the compute they save",
     "communication": "more ranks add communication and save little compute; fewer, fuller ranks pay more",
 }
+# a captured step: capture is done, so what is left to do is to grow the per-sample part
+FOLLOWS_CAPTURED = {
+    "dispatch": "the step is already captured as a graph, and more ranks at this global batch cannot make it "
+                "shorter than its fixed {fixed:.3f} ms; raise the per-rank batch before adding ranks",
+    "compute": FOLLOWS["compute"],
+    UNDECIDED: "the bound is undecided: the rest of the replayed step outweighs its compute, and a graph does not "
+               "show how that rest splits between dispatch and the all-reduce; the step is already captured, so "
+               "raise the per-rank batch until compute outweighs the rest, or time the eager step's exposed "
+               "all-reduce (training.cuda_graphs off) to split it",
+}
 
 
 def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
@@ -26,7 +39,8 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
         return []
     t = anatomy[anatomy["experiment"] == "strong"]
     t = t if len(t) else anatomy[anatomy["experiment"] == anatomy["experiment"].iloc[0]]
-    rule = (f"{RULE}; at the smallest measured world size of the {t['experiment'].iloc[0]} experiment; advice when "
+    base = CAPTURED_RULE if "captured" in t and t["captured"].fillna(False).astype(bool).any() else RULE
+    rule = (f"{base}; at the smallest measured world size of the {t['experiment'].iloc[0]} experiment; advice when "
             f"every ok repeat gives that bound and there are >= {d.min_repeats}")
     out = []
     for model, g in t.groupby("model", sort=True):
@@ -34,15 +48,22 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
         r = g.iloc[0]
         gid = f"step-bound-{model}"
         step, fixed, compute, comm = (float(r[c]) for c in ("step_ms", "dispatch_ms", "compute_ms", "communication_ms"))
+        captured = bool(r.get("captured", False)) and not pd.isna(r.get("captured"))
         nums = {"world_size": int(r["world_size"]), "batch_per_rank": int(r["batch_per_rank"]), "step_ms": round(step, 4),
-                "dispatch_ms": round(fixed, 4), "compute_ms": round(compute, 4), "communication_ms": round(comm, 4),
+                "dispatch_ms": round(fixed, 4), "compute_ms": round(compute, 4),
+                "communication_ms": None if pd.isna(comm) else round(comm, 4), "captured": captured,
                 "ops_per_step": None if pd.isna(r["ops_per_step"]) else round(float(r["ops_per_step"])),
                 "bound": r["bound"], "n": int(r["n"]), "n_agree": int(r["n_agree"]),
                 "bound_by_world_size": {str(int(w)): b for w, b in zip(g["world_size"], g["bound"])}}
         where = f"{topo(r)} ({int(r['batch_per_rank'])} samples a rank)"
-        reduce = "no all-reduce (one rank)" if int(r["world_size"]) == 1 else f"{comm:.3f} ms exposed all-reduce"
-        head = (f"{model}: a step at {where} is {r['bound']}-bound: {fixed:.3f} ms fixed cost, {compute:.3f} ms "
-                f"per-sample compute, {reduce}, of {step:.3f} ms measured")
+        one = int(r["world_size"]) == 1
+        reduce = ("no all-reduce (one rank)" if one else "the all-reduce not measured (inside the graph)" if captured
+                  else f"{comm:.3f} ms exposed all-reduce")
+        rest = ("fixed cost" if not captured else "rest of the replayed step (one graph launch and the copy-in)" if one
+                else "rest of the replayed step, the all-reduce included")
+        what = "of undecided bound" if r["bound"] == UNDECIDED else f"{r['bound']}-bound"
+        head = (f"{model}: a {'captured ' if captured else ''}step at {where} is {what}: {fixed:.3f} ms {rest}, "
+                f"{compute:.3f} ms per-sample compute, {reduce}, of {step:.3f} ms measured")
         if int(r["n_agree"]) < int(r["n"]) or int(r["n"]) < d.min_repeats:
             more = max(d.min_repeats - int(r["n"]), 1)
             out.append(rests_on(guideline(gid, "strong", "inconclusive",
@@ -51,7 +72,12 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
                                           f"run {more} more repeat(s) of {topo(r)}", [(topo(r), more, key_of(r))]),
                                 [(topo(r), r["n"])]))
             continue
-        text = f"{head} → {FOLLOWS[r['bound']].format(fixed=fixed)}."
+        text = f"{head} → {(FOLLOWS_CAPTURED if captured else FOLLOWS)[r['bound']].format(fixed=fixed)}."
+        if r["bound"] == UNDECIDED:  # more repeats cannot split what no probe measures
+            out.append(rests_on(guideline(gid, "strong", "inconclusive", text, rule, nums,
+                                          "time the eager step's exposed all-reduce (training.cuda_graphs off)"),
+                                [(topo(r), r["n"])]))
+            continue
         out.append(rests_on(guideline(gid, "strong", "advice", text, rule, nums), [(topo(r), r["n"])]))
     return out
 
@@ -79,7 +105,8 @@ def cite_bound(guidelines: list[dict], model_json: dict | None) -> list[dict]:
         g["text"] += (f" What bounds the step: at {n['world_size']} rank(s) it is dispatch-bound ({n['dispatch_ms']:.3f} "
                       f"ms fixed of {n['step_ms']:.3f} ms{fit}): no number of ranks makes a step shorter than that "
                       f"fixed cost, so ranks past the point where the per-sample compute is gone buy nothing; raise the "
-                      f"per-rank batch or capture the step as a graph on GPUs first.")
+                      f"per-rank batch{'' if n.get('captured') else ' or capture the step as a graph on GPUs'} first"
+                      f"{' (the step is already captured)' if n.get('captured') else ''}.")
         g.setdefault("numbers", {})["step_bound"] = {"bound": "dispatch", "dispatch_ms": n["dispatch_ms"],
                                                      "step_ms": n["step_ms"],
                                                      "model_c0_ms": round(1e3 * c0["value"], 4) if c0 and
