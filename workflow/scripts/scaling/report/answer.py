@@ -14,8 +14,9 @@ import math
 
 import pandas as pd
 
-from ..common.stats import as_number
+from ..common.stats import as_number, known
 from . import operator
+from .series import ddp_rows
 from .summary import CARDS
 
 # the answer table's headers that a Terms entry explains (the template links them)
@@ -23,10 +24,6 @@ TERMS = {"efficiency": "term-efficiency", "step bound": "term-bound", "model err
          "verdict": "term-inconclusive"}
 # a run state worth a tile on the first screen: anything but ok
 NOT_OK = tuple(c for c in CARDS if c != "ok")
-
-
-def known(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def _decimals(lo: float, hi: float, scale: float) -> int:
@@ -73,7 +70,8 @@ def seconds(value, lo=None, hi=None) -> str:
 
 
 def where_text(world_size: int, nodes=None, per_node=None, device: str = "GPU") -> str:
-    """One placement notation for the whole report: '1 rank', '1 node × 2 GPUs', '2 nodes × 4 GPUs'."""
+    """One placement notation for the whole report, as make plan writes it: '1 GPU', '1 node x 2 CPU
+    ranks', '2 nodes x 4 GPUs' (tables and guidelines use the short form '2x4')."""
     unit = "GPU" if device == "GPU" else "CPU rank"
     if int(world_size) == 1:
         return f"1 {unit}"
@@ -103,9 +101,8 @@ def cost_text(hours, device: str) -> str:
 def _measured_row(strong: pd.DataFrame | None, model: str, world_size: int, cls: str) -> dict | None:
     if strong is None or strong.empty:
         return None
-    t = strong[(strong["model"] == model) & (strong["world_size"] == world_size)]
-    if "ddp" in t:
-        t = t[t["ddp"].astype(str) != "False"]
+    t = ddp_rows(strong)
+    t = t[(t["model"] == model) & (t["world_size"] == world_size)]
     if cls and "placement_class" in t and (t["placement_class"] == cls).any():
         t = t[t["placement_class"] == cls]
     return t.iloc[0].to_dict() if len(t) else None
@@ -116,7 +113,7 @@ def _guideline(guidelines: list[dict], gid: str) -> dict | None:
 
 
 def _efficiency_why(g: dict | None, device: str) -> str | None:
-    """'at 1 node × 2 CPU ranks it keeps 8% [1%, 60%] of ideal (threshold 75%)' from the
+    """'at 2 ranks a step keeps only 8.0% [1.1%, 60%] of ideal efficiency (threshold 75%)' from the
     strong-efficiency guideline: the first world size past the one chosen, or the largest kept."""
     if not g:
         return None
@@ -133,7 +130,6 @@ def _efficiency_why(g: dict | None, device: str) -> str | None:
     val = interval(eff[str(p)], lo, hi, 100, "%", floor=0.0)
     if past:
         return f"{where} a step keeps only {val} of ideal efficiency (the threshold is {thr:.0%})"
-
     return f"efficiency stays at or above {thr:.0%} up to {p} ({val})"
 
 
@@ -142,10 +138,8 @@ def _next_step_why(strong: pd.DataFrame | None, model: str, world_size: int, dev
     all-reduce' (the reason more ranks lose), from the strong table's means over repeats."""
     if strong is None or strong.empty:
         return None
-    t = strong[(strong["model"] == model) & (strong["world_size"] > world_size)]
-    if "ddp" in t:
-        t = t[t["ddp"].astype(str) != "False"]
-    t = t.sort_values("world_size")
+    t = ddp_rows(strong)
+    t = t[(t["model"] == model) & (t["world_size"] > world_size)].sort_values("world_size")
     if t.empty:
         return None
     r = t.iloc[0]
@@ -172,7 +166,8 @@ def _without_ddp(strong: pd.DataFrame | None, model: str, world_size: int) -> st
     """On one rank DDP only costs: where the plain model (no DDP) is faster beyond its interval, say so."""
     if strong is None or strong.empty or world_size != 1 or "speedup_vs_nonddp" not in strong:
         return None
-    t = strong[(strong["model"] == model) & (strong["world_size"] == 1) & (strong["ddp"].astype(str) != "False")]
+    t = ddp_rows(strong)
+    t = t[(t["model"] == model) & (t["world_size"] == 1)]
     if t.empty:
         return None
     r = t.iloc[0]
@@ -209,7 +204,6 @@ def _crossover(cross: dict | None, batch_now) -> str | None:
     """'a second rank pays off above ~520 samples per rank (now 128)' where the crossover is known."""
     if not cross:
         return None
-    now = f" (now {int(batch_now)})" if known(batch_now) else ""
     if cross.get("source") == "model":
         b = cross["per_rank_batch"]
         if b < 1:
@@ -218,6 +212,7 @@ def _crossover(cross: dict | None, batch_now) -> str | None:
         now = f" (now {int(batch_now)}{beyond})" if known(batch_now) else ""
         return f"a second rank pays off above about {float(f'{b:.2g}'):,.0f} samples per rank{now}"
     if cross.get("pays_off_from") is not None:
+        now = f" (now {int(batch_now)})" if known(batch_now) else ""
         return f"2 ranks beat 1 from {cross['pays_off_from']} samples per rank (measured){now}"
     return None
 
@@ -243,7 +238,7 @@ def to_target(g: dict | None, device: str) -> dict | None:
     others = [f"{where_text(o['world_size'], *_placement_parts(o.get('placement')), device)} take "
               f"{interval(o['ratio'], *(o.get('ci') or [None, None]), 1, '×', floor=0.0)} as long"
               for o in n.get("others") or [] if o.get("ratio") is not None]
-    return {"where": where, "world_size": int(s["world_size"]), "placement": s.get("placement"),
+    return {"where": where, "world_size": int(s["world_size"]),
             "time": seconds(s["time_to_target_s"], lo, hi), "target": n["target"], "others": others,
             "status": g["status"], "settle": g.get("settle")}
 
@@ -396,7 +391,7 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict) -> dict:
         items = [{"status": "not_enough_data", "settle": None,
                   "text": "No answer yet: the study has no strong-scaling points the performance model could "
                           "place (add experiments.strong, or wait for its points to finish)."}]
-    return {"items": items, "runs": runs_line(status), "device": device, "terms": TERMS,
+    return {"items": items, "runs": runs_line(status), "terms": TERMS,
             "headers": ["model", "where to run", "speedup", "efficiency", "time there", "cost",
                         "step bound", "model error", "verdict"],
             "rows": [a["row"] for a in answers]}

@@ -64,6 +64,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     fits = tables.get("fits") or {}
     study = config["study"]
     status = status_summary(tables.get("points"))
+    models = model_sections(tables.get("model"))
     return {
         "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -84,8 +85,8 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
                                    compare or []),
         "fit_rows": fit_rows(fits),
         "fit_method": fits.get("method") or {},
-        "models": model_sections(tables.get("model")),
-        "shared_compute": shared_compute(model_sections(tables.get("model"))),
+        "models": models,
+        "shared_compute": shared_compute(models),
         "link_check": linkcheck.report_context(tables.get("model")),
         "operator": operator.section(tables.get("strong"), tables.get("model")),
         "model_method": (tables.get("model") or {}).get("method", ""),

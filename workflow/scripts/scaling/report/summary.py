@@ -1,10 +1,6 @@
-"""The box at the top of the report: what was measured on what, the recommended configuration(s)
-with their numbers, how many runs are done, failed, pending, running, missing or corrupt, and the
-expectations' verdicts. Everything here is also in the sections below; this only reads it.
-
-A recommendation is shown as advice only where its guideline is advice (the model's held-out
-error is within the threshold for every placement it compared); otherwise its numbers are shown
-under "inconclusive" with what would settle it, or it says what is missing.
+"""What was run and on what, for the report: the runs by state (ok, failed, pending, running, missing,
+corrupt; the answer shows a badge for each state but ok) and the "what was measured, on what" table
+of the appendix. Everything here only reads the points table and the provenance.
 """
 
 from __future__ import annotations
@@ -12,8 +8,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
-from ..decide.rules import duration_text
 
 # states that are not a failure of the run itself; every other non-ok status is one
 NOT_FAILED = ("ok", "running", "pending", "missing", "corrupt")
@@ -79,56 +73,3 @@ def band_text(b: dict | None, f) -> str:
     if not b or b.get("value") is None or (isinstance(b["value"], float) and math.isnan(b["value"])):
         return "–"
     return f(b["value"]) + (f" [{f(b['lo'])}, {f(b['hi'])}]" if b.get("lo") is not None else "")
-
-
-def _choice(what: str, c: dict | None) -> list[str]:
-    if not c:
-        return [what, "none qualifies", "–", "–", "–", "–"]
-    return [what, f"{c['world_size']} rank(s), {c['placement_class']}" + (" (extrapolated)" if c.get("extrapolated")
-                                                                            else ""),
-            band_text(c.get("time_s"), duration_text), f"{c['gpu_hours']:.3g}", band_text(c.get("efficiency"), lambda x: f"{x:.0%}"),
-            c.get("validation", "–")]
-
-
-def accuracy_recommendations(guidelines: list[dict]) -> list[dict]:
-    """With a held-out target, the configuration to deploy is the one that reaches it soonest (the
-    time-to-accuracy verdict of the strong experiment, measured and predicted past what was measured,
-    else the weak one; decide/accuracy.py), not the one with the fastest step: these come first, as
-    {'model', 'status', 'settle', 'text', 'kind'}."""
-    acc = [g for g in guidelines if g.get("topic") == "time-to-accuracy"]
-    for exp in ("strong", "weak"):
-        mine = [g for g in acc if g["id"].startswith((f"time-to-accuracy-{exp}-",
-                                                       f"time-to-accuracy-predicted-{exp}-"))]
-        if mine:
-            return [{"model": "", "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
-                     "text": g["text"], "kind": "accuracy"} for g in mine]
-    return []
-
-
-def recommendations(model_json: dict | None, guidelines: list[dict]) -> list[dict]:
-    """The time-to-target verdicts (accuracy_recommendations), then per model of the strong experiment
-    where the performance model places its configured work: {'model', 'status', 'work', 'rows',
-    'settle', 'text', 'kind'}."""
-    deploy = {g["id"]: g for g in guidelines if g.get("topic") == "deploy"}
-    out = accuracy_recommendations(guidelines)
-    for model, m in sorted(((model_json or {}).get("models") or {}).items()):
-        g = deploy.get(f"deploy-{model}")
-        if g is None or m.get("work") is None:
-            continue
-        rec = m.get("recommendation") or {}
-        entry = {"model": model, "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
-                 "text": g["text"], "kind": "step"}
-        w = rec.get("work")
-        if w and "cheapest" in rec:
-            batch = (f"global batch {w['global_batch']}" if w.get("batch_rule") == "fixed global batch"
-                     else f"per-rank batch {w.get('batch_per_rank')}")
-            entry["work"] = f"{w['samples']:,} samples × {w['epochs']} epochs, {batch}"
-            thr = rec["efficiency_threshold"]
-            entry["rows"] = [_choice(f"fastest with predicted efficiency ≥ {thr:.0%}", rec.get("fastest")),
-                             _choice("fewest GPU-hours", rec["cheapest"])]
-        out.append(entry)
-    if not any(e["kind"] == "step" for e in out):
-        for g in deploy.values():
-            out.append({"model": "", "status": g["status"], "settle": g.get("settle"), "rows": [], "work": "",
-                        "text": g["text"], "kind": "step"})
-    return out
