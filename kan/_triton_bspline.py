@@ -18,6 +18,9 @@ checks them.
 
 from __future__ import annotations
 
+import contextlib
+import types
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -53,6 +56,38 @@ def usable(x: torch.Tensor, spline_order: int) -> bool:
 
 set_enabled = _SWITCH.set_enabled
 disabled = _SWITCH.disabled
+
+
+class _StubLaunch:
+    """Stands in for a @triton.jit kernel: `kernel[grid](*args, **meta)` calls `on_launch(name, args)`."""
+
+    def __init__(self, name: str, on_launch: Callable) -> None:
+        self.name, self.on_launch = name, on_launch
+
+    def __getitem__(self, grid):
+        return lambda *args, **meta: self.on_launch(self.name, args)
+
+
+@contextlib.contextmanager
+def launch_stubbed(on_launch: Callable = lambda name, args: None) -> Iterator[None]:
+    """This path taken for every cubic layer on any device (meta, the CPU), its Python side run as on
+    a GPU and each kernel launch replaced by `on_launch(name, args)`, which writes nothing: what the
+    capture check (kan/capture.py) needs on a machine without a GPU or triton."""
+    g = globals()
+    names = ("usable", "_features_kernel", "_grad_x_kernel", "triton")
+    saved = {n: g[n] for n in names if n in g}
+    g["usable"] = lambda x, spline_order: spline_order == 3 and x.dtype in (torch.float32, torch.float64)
+    g["_features_kernel"] = _StubLaunch("_features_kernel", on_launch)
+    g["_grad_x_kernel"] = _StubLaunch("_grad_x_kernel", on_launch)
+    g["triton"] = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b))
+    try:
+        yield
+    finally:
+        for n in names:
+            if n in saved:
+                g[n] = saved[n]
+            else:
+                g.pop(n, None)
 
 
 if _HAVE_TRITON:

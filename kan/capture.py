@@ -1,0 +1,523 @@
+"""Can it be captured? Whether a model's training step can run as one CUDA graph
+(training.cuda_graphs, kan/graphs.py), found on any machine, without a GPU.
+
+A captured step replays device work only: the host does not take part. What breaks capture (or
+silently freezes a value into the graph), as PyTorch's CUDA-graph notes list it:
+
+  python  a tensor made from Python values on the device (torch.tensor(..., device=x.device),
+          x.new_tensor(...)): built on the host and copied over
+  copy    a host tensor copied to the device (.to(device), copy_ of a CPU tensor)
+  read    the device read back to the host: .item(), float(), bool() and `if` on a tensor
+          (aten._local_scalar_dense), .cpu(), .tolist(), printing a tensor, torch.equal
+  shape   an output whose shape depends on the data, so the host must read it to size it:
+          nonzero, boolean-mask indexing, unique, masked_select
+  sync    an explicit synchronize (torch.cuda.synchronize, a stream's or an event's)
+
+How: after one warm-up step (caches built on first use, Adam's state), one more training step
+(forward, loss, backward, and Adam with capturable=True and its rate a device tensor, as
+training.cuda_graphs runs it) goes under a TorchDispatchMode that sees every aten operator, a
+TorchFunctionMode that sees the Python call it came from (Tensor.item, Tensor.__repr__, ...), and
+stand-ins for the Python-level constructors and syncs that dispatch nothing on every device. It
+runs on PyTorch's `meta` device by default: tensors without data, so the host (the CPU) and the
+device (meta) are told apart as they are on a GPU, and a 10^9-parameter model costs nothing. An
+operator that needs data (.item(), nonzero) is recorded, then answered with stand-in values
+(ones) so that the step goes on and every finding is listed. Each finding names the operator and
+where it ran: the forward of a module (module hooks), the backward of a module (the autograd node
+being run, mapped back to the module whose forward made it), the loss, or the optimizer step.
+
+Legitimately fine, and not flagged: allocations and fills on the device (torch.zeros(n,
+device=x.device), torch.full, torch.where(c, x, 0.0), whose aten.scalar_tensor is a fill kernel
+on the device), Python numbers as operands (x * 2.0), a 0-dim CPU tensor as an operand (PyTorch
+passes its value to the kernel, no copy), a CPU tensor read on the CPU (no device sync), and
+Adam's own state: its step counter is a device tensor under capturable=True. What no mode can see:
+Python state (a counter in self that changes every step is frozen into the graph); the report says
+the check sees operators only.
+
+Kernel paths: the built-in KAN's cubic B-spline layers run the eager kernels or the fused Triton
+ones, whichever is faster on the GPU (kan/kernel_choice.py), so both are checked; on meta the
+Triton path's Python side runs with its launches stubbed (kan/_triton_bspline.launch_stubbed),
+so it needs neither a GPU nor triton. numba's kernels run on CPUs only, where nothing is captured.
+
+    python -m kan.capture [--device cuda]      the built-in models, on meta or on the device itself
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+from . import _numba_bspline, _triton_bspline
+
+CHECK = "cuda_graph_capture"
+WARMUP_STEPS = 1  # enough for what is made on first use (a layer's cached constants, Adam's state)
+
+WHAT = {
+    "python": "a tensor made from Python values on the device (a host-to-device copy)",
+    "copy": "a copy from the host to the device",
+    "read": "a read back to the host (the host waits for the device)",
+    "shape": "an output whose shape depends on the data (the host reads it back to size it)",
+    "sync": "an explicit sync",
+}
+FIXES = {
+    "python": "make constants once (a registered buffer, or cached per device and dtype as kan/_eager_bspline.py "
+              "does), or use torch.full / a Python number",
+    "copy": "keep the tensor on the device from the start (a registered buffer), not .to(device) in every step",
+    "read": "keep values on the device: no .item(), .cpu(), .tolist(), print() or `if` on a tensor in the step "
+            "(torch.where instead of an if)",
+    "shape": "use fixed-shape operators: torch.where, masked_fill or a multiplication by the mask instead of "
+             "boolean indexing, nonzero, unique or masked_select",
+    "sync": "take the synchronize out of the step",
+}
+# operators whose output shape is read from the data (nonzero inside boolean indexing: aten.index)
+DYNAMIC = {"nonzero", "nonzero_numpy", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
+           "unique_consecutive", "unique_dim_consecutive", "bincount", "masked_scatter_backward"}
+READS = {"_local_scalar_dense", "item", "equal", "is_nonzero"}
+BOOL_INDEXED = {"index", "index_put", "index_put_", "_index_put_impl", "_index_put_impl_", "_unsafe_index_put"}
+COPIES = {"_to_copy", "copy_", "copy", "_copy_from", "_copy_from_and_resize"}
+# Python-level calls whose aten operators are the finding: the finding says which call it came from
+API = {"item", "tolist", "cpu", "to", "numpy", "__bool__", "__float__", "__int__", "__index__", "__format__",
+       "__repr__", "__str__", "equal", "nonzero", "unique", "masked_select", "argwhere", "__getitem__",
+       "__setitem__", "__array__"}
+PRINTS = {"__repr__", "__str__"}  # print(x): no operator on meta, a read back on a GPU
+
+
+def _op_name(func) -> str:
+    return f"{func.namespace}.{func.overloadpacket.__name__}"
+
+
+def _tensors(tree) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+class _Watch(TorchDispatchMode):
+    """Sees every aten operator of the watched step; `findings` {(op, via, kind, where): count}."""
+
+    def __init__(self, device: torch.device, where: Callable[[], str]) -> None:
+        super().__init__()
+        self.device, self.where = device, where
+        self.recording = False
+        self.quiet = 0  # > 0 inside a call already recorded at the Python level (torch.tensor, print)
+        self.api: list[str] = []  # the Python calls the current operator runs inside (outermost first)
+        self.findings: dict[tuple, int] = {}
+
+    def note(self, op: str, kind: str, via: str = "") -> None:
+        if self.recording:
+            key = (op, via, kind, self.where())
+            self.findings[key] = self.findings.get(key, 0) + 1
+
+    def _on_device(self, t: torch.Tensor) -> bool:
+        return t.device.type == self.device.type
+
+    def _kind(self, func, args, kwargs, out) -> str | None:
+        name = func.overloadpacket.__name__
+        ins = _tensors((args, kwargs))
+        if name in READS:
+            return "read" if any(self._on_device(t) for t in ins) else None  # a CPU tensor read on the CPU: fine
+        if name in DYNAMIC:
+            return "shape" if any(self._on_device(t) for t in ins) else None
+        if name in BOOL_INDEXED:
+            indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+            masks = [t for t in _tensors(indices) if t.dtype in (torch.bool, torch.uint8)]
+            return "shape" if masks and self._on_device(args[0]) else None
+        if name == "lift_fresh":  # torch.tensor(...) on a GPU; on meta it dispatches nothing (_Constructors)
+            return "python" if self._on_device(args[0]) else None
+        if name in COPIES:
+            src = args[1] if name in ("copy_", "copy", "_copy_from_and_resize") else args[0]
+            if name == "_to_copy":
+                dst_device = kwargs.get("device") or src.device
+            elif name == "_copy_from":
+                dst_device = args[1].device
+            else:
+                dst_device = args[0].device
+            dst_device = torch.device(dst_device)
+            if self._on_device(src) and dst_device.type == "cpu":
+                return "read"
+            if src.device.type == "cpu" and dst_device.type == self.device.type:
+                return "copy"
+        return None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        kind = self._kind(func, args, kwargs, None) if self.recording and not self.quiet else None
+        if kind == "python" and self.quiet:
+            kind = None
+        if kind:
+            self.note(_op_name(func), kind, self.api[0] if self.api else "")
+        try:
+            return func(*args, **kwargs)
+        except (NotImplementedError, RuntimeError):
+            # meta has no data: an operator that reads it gets stand-in values (ones), so that the step
+            # goes on and every finding is listed; anything else is the model's own failure
+            if self.device.type != "meta" or not (kind or self._kind(func, args, kwargs, None)):
+                raise
+            return _stand_in(func, args, kwargs)
+
+
+def _stand_in(func, args, kwargs):
+    """`func` run on CPU tensors of ones shaped like the meta ones; its tensors back on meta (a read
+    to the host keeps its CPU result; an in-place operator returns its own meta tensor)."""
+    def ones(t):
+        return torch.ones(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) and t.device.type == "meta" else t
+
+    name = func.overloadpacket.__name__
+    out = func(*tree_map(ones, args), **tree_map(ones, kwargs))
+    if name.endswith("_") and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta":
+        return args[0]
+    if name in COPIES:
+        return out
+    return tree_map(lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta") if isinstance(t, torch.Tensor) else t,
+                    out)
+
+
+class _Calls(TorchFunctionMode):
+    """Which Python call an operator runs inside (Tensor.item, Tensor.cpu, ...); printing a tensor is
+    recorded here, since on meta it runs no operator."""
+
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        w = self.watch
+        if name not in API or not w.recording:
+            return func(*args, **(kwargs or {}))
+        label = f"Tensor.{name}" if "Tensor" in getattr(func, "__qualname__", "") else f"torch.{name}"
+        printed = name in PRINTS and args and isinstance(args[0], torch.Tensor) and w._on_device(args[0])
+        if printed and not w.quiet:
+            w.note(label, "read", "print")
+        w.api.append(label)
+        w.quiet += bool(printed)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            w.quiet -= bool(printed)
+            w.api.pop()
+
+
+@contextlib.contextmanager
+def _constructors(watch: _Watch) -> Iterator[None]:
+    """torch.tensor & co. and the syncs, replaced for the watched step: on meta torch.tensor(...,
+    device=x.device) dispatches no operator at all (on a GPU it is aten.lift_fresh of a copied
+    tensor), and a synchronize is no operator anywhere."""
+    def made_from_python(orig, label):
+        def wrapper(*args, **kwargs):
+            watch.quiet += 1
+            try:
+                out = orig(*args, **kwargs)
+            finally:
+                watch.quiet -= 1
+            data = args[0] if args else kwargs.get("data")
+            if label == "Tensor.new_tensor":
+                data = args[1] if len(args) > 1 else kwargs.get("data")
+            already = isinstance(data, torch.Tensor) and data.device == out.device
+            if isinstance(out, torch.Tensor) and watch._on_device(out) and not already:
+                watch.note(label, "python")
+            return out
+        return wrapper
+
+    def sync(orig, label):
+        def wrapper(*args, **kwargs):
+            watch.note(label, "sync")
+            return orig(*args, **kwargs) if watch.device.type == "cuda" else None
+        return wrapper
+
+    patches = [(torch, "tensor", made_from_python, "torch.tensor"),
+               (torch, "as_tensor", made_from_python, "torch.as_tensor"),
+               (torch, "asarray", made_from_python, "torch.asarray"),
+               (torch.Tensor, "new_tensor", made_from_python, "Tensor.new_tensor"),
+               (torch.cuda, "synchronize", sync, "torch.cuda.synchronize")]
+    for owner, label in ((getattr(torch.cuda, "Stream", None), "torch.cuda.Stream.synchronize"),
+                         (getattr(torch.cuda, "Event", None), "torch.cuda.Event.synchronize"),
+                         (getattr(torch, "accelerator", None), "torch.accelerator.synchronize")):
+        if owner is not None and hasattr(owner, "synchronize"):
+            patches.append((owner, "synchronize", sync, label))
+    saved = []
+    for owner, attr, make, label in patches:
+        saved.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, make(saved[-1][2], label))
+    try:
+        yield
+    finally:
+        for owner, attr, orig in reversed(saved):
+            setattr(owner, attr, orig)
+
+
+class _Places:
+    """Where an operator runs: the innermost module's forward (hooks), the backward of the module
+    whose forward made the autograd node being run, the loss, or the optimizer step."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.phase = "step"
+        self.stack: list[str] = []
+        self.owner: dict[int, str] = {}  # id(autograd node) -> place
+        self._keep: list = []  # the nodes themselves: an id stays theirs while they live
+        self._bounds: list[set] = []
+        self.handles = []
+        for name, mod in model.named_modules():
+            label = f"{name} ({type(mod).__name__})" if name else f"the model ({type(mod).__name__})"
+            self.handles.append(mod.register_forward_pre_hook(self._enter(label)))
+            self.handles.append(mod.register_forward_hook(self._leave(label)))
+
+    def _enter(self, label):
+        def hook(mod, inputs):
+            self.stack.append(label)
+            self._bounds.append({id(t.grad_fn) for t in _tensors(inputs) if t.grad_fn is not None})
+        return hook
+
+    def _leave(self, label):
+        def hook(mod, inputs, output):
+            self.own(output, label, self._bounds.pop() if self._bounds else set())
+            if self.stack:
+                self.stack.pop()
+        return hook
+
+    def own(self, output, label: str, bounds: set = frozenset()) -> None:
+        """The autograd nodes `output` was made by, not yet owned and not before `bounds`: `label`'s
+        (an inner module's forward ends first, so it owns its own nodes)."""
+        todo = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in self.owner or id(node) in bounds:
+                continue
+            self.owner[id(node)] = label
+            self._keep.append(node)
+            todo.extend(n for n, _ in node.next_functions)
+
+    def __call__(self) -> str:
+        if self.phase == "forward":
+            return f"the forward of {self.stack[-1]}" if self.stack else "the forward"
+        if self.phase == "backward":
+            node = torch._C._current_autograd_node()
+            label = self.owner.get(id(node)) if node is not None else None
+            return f"the backward of {label}" if label else "the backward"
+        return {"loss": "the loss", "optimizer": "the optimizer step (Adam, capturable)"}.get(self.phase, self.phase)
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+@contextlib.contextmanager
+def _capturable_adam_on(device: torch.device) -> Iterator[None]:
+    """Adam's capturable=True asserts a device it knows (cuda, xla, ...): on meta, meta is one."""
+    import torch.optim.adam as adam
+
+    get = getattr(adam, "_get_capturable_supported_devices", None)
+    if device.type != "meta" or get is None:
+        yield
+        return
+    adam._get_capturable_supported_devices = lambda *a, **k: [*get(*a, **k), "meta"]
+    try:
+        yield
+    finally:
+        adam._get_capturable_supported_devices = get
+
+
+def _batch(widths, batch: int, loss: str, device: torch.device, grid_range=(-1.0, 1.0)):
+    lo, hi = grid_range
+    x = torch.rand(batch, widths[0]) * (hi - lo) + lo
+    y = torch.randint(0, widths[-1], (batch,)) if loss == "cross_entropy" else torch.rand(batch, widths[-1])
+    return x.to(device), y.to(device)
+
+
+def _step(model, opt, loss_fn, x, y, places: _Places | None = None) -> None:
+    def at(phase):
+        if places is not None:
+            places.phase = phase
+
+    opt.zero_grad(set_to_none=True)
+    at("forward")
+    out = model(x)
+    at("loss")
+    loss = loss_fn(out, y)
+    if places is not None:
+        places.own(loss, "the loss")
+    at("backward")
+    loss.backward()
+    at("optimizer")
+    opt.step()
+    at("step")
+
+
+def run_path(model: torch.nn.Module, widths, loss: str = "mse", device: str | torch.device = "meta",
+             batch: int = 4, grid_range=(-1.0, 1.0)) -> dict:
+    """One kernel path (the caller sets it): {"pass", "findings", "error"} of a warmed-up step."""
+    device = torch.device(device)
+    loss_fn = F.cross_entropy if loss == "cross_entropy" else F.mse_loss
+    probe = copy.deepcopy(model).to(device)
+    x, y = _batch(widths, batch, loss, device, grid_range)
+    places = _Places(probe)
+    watch = _Watch(device, places)
+    error = None
+    try:
+        params = [p for p in probe.parameters() if p.requires_grad]
+        opt = torch.optim.Adam(params, lr=1e-3, capturable=True, foreach=True)
+        for group in opt.param_groups:  # the rate a device tensor, as kan/graphs.make_optimizer makes it
+            group["lr"] = torch.full((), 1e-3, device=device)
+        with _capturable_adam_on(device), watch, _Calls(watch), _constructors(watch):
+            for _ in range(WARMUP_STEPS):
+                _step(probe, opt, loss_fn, x, y)
+            watch.recording = True
+            _step(probe, opt, loss_fn, x, y, places)
+            watch.recording = False
+    except Exception as e:  # noqa: BLE001 - the model's own failure on this device: said, not guessed
+        error = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}".rstrip(": ")
+    finally:
+        watch.recording = False
+        places.close()
+    found = [{"op": op, "via": via, "kind": kind, "where": where, "count": n}
+             for (op, via, kind, where), n in watch.findings.items()]
+    return {"pass": False if found else (None if error else True), "findings": found, "error": error}
+
+
+@contextlib.contextmanager
+def kernel_path(path: str, device: torch.device) -> Iterator[dict]:
+    """The built-in KAN's cubic B-spline layers on `path` (eager | triton) inside the block; yields
+    {"launches": n} counting the Triton kernels launched (stubbed off CUDA)."""
+    seen = {"launches": 0}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_numba_bspline.disabled())
+        if path == "eager":
+            stack.enter_context(_triton_bspline.disabled())
+        elif device.type == "cuda":
+            old = _triton_bspline._SWITCH.enabled
+            _triton_bspline.set_enabled(True)
+            stack.callback(_triton_bspline.set_enabled, old)
+            seen["launches"] = None  # real kernels: not counted
+        else:
+            stack.enter_context(_triton_bspline.launch_stubbed(lambda name, args: seen.update(launches=seen["launches"] + 1)))
+        yield seen
+
+
+def paths_for(model: torch.nn.Module, device: torch.device) -> list[str]:
+    """The kernel paths a CUDA device may take for `model` (kan/kernel_choice.py)."""
+    from .kernel_choice import fused_layers
+
+    if not fused_layers(model):
+        return ["default"]
+    if device.type == "cuda" and not _triton_bspline.available():
+        return ["eager"]
+    return ["eager", "triton"]
+
+
+def _say(f: dict, path: str, num_paths: int) -> str:
+    via = f" ({f['via']})" if f["via"] and f["via"] != f["op"] else ""
+    times = f" x{f['count']}" if f["count"] > 1 else ""
+    on = f" [{path} kernels]" if num_paths > 1 else ""
+    return f"{f['op']}{via} in {f['where']}{times}: {WHAT[f['kind']]}{on}"
+
+
+def check(model: torch.nn.Module, widths, loss: str = "mse", device: str | torch.device = "meta",
+          grid_range=(-1.0, 1.0)) -> dict:
+    """The readiness check {check, pass, detail, fix, paths, findings} of `model` on every kernel
+    path a CUDA device may take, on `device` (meta: any machine; cuda: the device's own kernels)."""
+    device = torch.device(device)
+    paths = paths_for(model, device)
+    results, lines, findings = {}, [], []
+    for path in paths:
+        with kernel_path(path, device) as seen:
+            r = run_path(model, widths, loss, device, grid_range=grid_range)
+        if path == "triton" and seen["launches"] == 0 and r["pass"] is not None:
+            r = {**r, "pass": None, "error": "the Triton path was not taken"}
+        results[path] = r
+        for f in r["findings"]:
+            findings.append({**f, "path": path})
+            lines.append(_say(f, path, len(paths)))
+    verdicts = [r["pass"] for r in results.values()]
+    ok = False if False in verdicts else (None if None in verdicts else True)
+    kinds = list(dict.fromkeys(f["kind"] for f in findings))
+    stub = " with its launches stubbed" if device.type != "cuda" else ""
+    on = f" on both kernel paths a GPU may take (eager; Triton{stub})" if "triton" in paths else ""
+    on = " on the eager kernels (no triton here)" if paths == ["eager"] else on
+    if ok is False:
+        shown = lines[:6] + ([f"and {len(lines) - 6} more"] if len(lines) > 6 else [])
+        detail = "cannot be captured as a CUDA graph: " + "; ".join(shown)
+    elif ok is None:
+        why = "; ".join(f"{p}: {r['error']}" for p, r in results.items() if r["pass"] is None)
+        detail = f"not checked: the training step cannot run on the {device.type} device ({why})"
+    else:
+        detail = (f"forward, loss, backward and Adam's step (capturable) use only device operators{on}: "
+                  f"no tensor from Python values, no host copy or read, no data-dependent shape, no sync "
+                  f"(checked on the {device.type} device; Python state in the model is not seen)")
+    fix = "; ".join(FIXES[k] for k in kinds) if kinds else "; ".join(FIXES.values())
+    return {"check": CHECK, "pass": ok, "detail": detail, "fix": fix, "paths": paths,
+            "findings": findings}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The built-in models' check, printed as one JSON line each; exit 1 when one fails."""
+    import argparse
+
+    from .config import ModelConfig
+    from .models import build_model
+
+    ap = argparse.ArgumentParser(prog="python -m kan.capture", description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="meta", help="meta (any machine) or cuda (the device's own kernels)")
+    ap.add_argument("--widths", default="2,64,1")
+    args = ap.parse_args(argv)
+    widths = tuple(int(w) for w in args.widths.split(","))
+    bad = 0
+    for impl, basis in (("kanscale", "bspline"), ("kanscale", "rbf"), ("kanscale", "chebyshev"), ("mlp", "bspline"),
+                        ("mlp_matched", "bspline")):
+        torch.manual_seed(0)
+        model = build_model(ModelConfig(impl=impl, basis=basis, widths=widths))
+        r = check(model, widths, device=args.device, grid_range=(-2.0, 2.0))
+        bad += r["pass"] is not True
+        print(json.dumps({"impl": impl, "basis": basis, **{k: r[k] for k in ("pass", "paths", "detail")}}))
+    return 1 if bad else 0
+
+
+def box(folder: str) -> None:
+    """The plan's capture check of a study's models, in the child process of plan/factories.py:
+    folder/request.json {"models": [{"impl", "settings", "loss"}], ...} -> folder/result.json
+    {"results": [check result per model]}; folder/stage names the model being checked."""
+    from pathlib import Path
+
+    from . import factory
+    from .config import ModelConfig
+    from .factory_check import _cuda_to_meta, _needs_cuda
+    from .models import build_model
+
+    folder = Path(folder)
+    request = json.loads((folder / "request.json").read_text())
+    sys.argv = [str(Path(__file__).with_name("train.py"))]
+    out = []
+    for m in request["models"]:
+        impl, settings = m["impl"], {**m["settings"], "grid_range": tuple(m["settings"]["grid_range"])}
+        (folder / "stage").write_text(f"in the CUDA-graph capture check of {impl!r}")
+        torch.manual_seed(0)
+        try:
+            if factory.is_factory(impl):
+                try:
+                    model, modes = factory.build(impl, settings), contextlib.nullcontext()
+                except factory.FactoryError as e:
+                    if not _needs_cuda(e):
+                        raise
+                    with torch.device("meta"), _cuda_to_meta():
+                        model = factory.build(impl, settings)
+                    modes = _cuda_to_meta()
+            else:
+                model, modes = build_model(ModelConfig(impl=impl, **settings)), contextlib.nullcontext()
+            with modes:
+                out.append(check(model, settings["widths"], m["loss"], grid_range=settings["grid_range"]))
+        except Exception as e:  # noqa: BLE001 - the model cannot be built here: unchecked, said so
+            out.append({"check": CHECK, "pass": None, "detail": f"not checked: building it raised "
+                                                               f"{type(e).__name__}: {e}", "fix": "", "findings": []})
+    (folder / "result.json.part").write_text(json.dumps({"results": out}))
+    (folder / "result.json.part").rename(folder / "result.json")
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
