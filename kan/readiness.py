@@ -1,5 +1,5 @@
-"""Is a model ready for DDP? Four checks on the real process group of a short multi-rank point
-(experiment `readiness`, one per implementation), each {check, pass, detail, fix}:
+"""Is a model ready for DDP, and for CUDA graphs? Five checks on the real process group of a short
+multi-rank point (experiment `readiness`, one per implementation), each {check, pass, detail, fix}:
 
   unused_parameters   parameters that get no gradient from a forward and backward pass: DDP's reducer
                       waits for every parameter's gradient, so it then needs find_unused_parameters=True
@@ -16,6 +16,12 @@
                       runs once on PyTorch's `meta` device under a dispatch mode that sees every
                       operator, so a tensor made without the input's device (torch.zeros(n), a
                       hard-coded "cuda:0") shows up on any machine, with or without a GPU
+  cuda_graph_capture  whether the training step can be captured as one CUDA graph (training.cuda_graphs):
+                      forward, loss, backward and Adam's step on the meta device under a dispatch mode,
+                      on every kernel path a GPU may take; fails naming each operator that builds a tensor
+                      from Python values, copies to or reads from the host, has a data-dependent shape or
+                      syncs, and the module it ran in (kan/capture.py). Not a DDP check: a failure says
+                      only that the model cannot run with training.cuda_graphs
 
 A check's `pass` is null when it could not run (its detail says why). The checks never stop the
 study: the implementation's scaling points run as planned, and the report says what they rest on.
@@ -31,7 +37,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from . import ddp_wrap
+from . import capture, ddp_wrap
 from .config import Point
 from .models import build_model
 
@@ -131,13 +137,16 @@ def device_placement(model: torch.nn.Module, widths) -> dict:
 
 
 def run(point: Point, device: torch.device, rank: int) -> dict:
-    """The four checks on this rank (every rank runs the collectives; rank 0's result is the record's)."""
+    """The five checks on this rank (every rank runs the collectives; rank 0's result is the record's)."""
     m, t = point.model, point.train
     steps = t.max_steps
     torch.manual_seed(t.seed)  # the same initial weights on every rank
     model = build_model(m).to(device)
     x0, y0 = _batch(m.widths, t.batch_per_rank, m.grid_range, t.seed + 1 + rank, device)
     checks = [unused_parameters(model, x0, y0), device_placement(model, m.widths)]
+    found = capture.check(model, m.widths, "cross_entropy" if point.data.classification else "mse",
+                          grid_range=m.grid_range)
+    checks.append({k: found[k] for k in ("check", "pass", "detail", "fix", "findings")})
     unused = checks[0]["names"]
     before = {n: b.detach().clone() for n, b in model.named_buffers()}
     net = ddp_wrap.wrap(model, t, find_unused_parameters=bool(unused))
@@ -162,6 +171,6 @@ def run(point: Point, device: torch.device, rank: int) -> dict:
                    "detail": (f"after {steps} steps {len(differ)} parameter(s) differ between the ranks: {_names(differ)}"
                               if differ else f"every parameter equal on every rank after {steps} steps"
                               + (" (with find_unused_parameters=True)" if unused else ""))})
-    order = ("unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement")
+    order = ("unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement", capture.CHECK)
     return {"readiness": {"steps": steps, "batch_per_rank": t.batch_per_rank, "world_size": dist.get_world_size(),
                           "checks": sorted(checks, key=lambda c: order.index(c["check"]))}}

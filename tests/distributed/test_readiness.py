@@ -1,5 +1,5 @@
 """The DDP-readiness checks (kan/readiness.py) on a real 2-rank gloo group: every built-in and shipped
-implementation passes all four; the deliberately broken modules (tests/fixtures/broken_kan.py) fail
+implementation passes all five; the deliberately broken modules (tests/fixtures/broken_kan.py) fail
 the checks they break, naming the parameter or buffer; and a readiness point through the real trainer
 records its verdict."""
 
@@ -17,7 +17,7 @@ from kan.config import ModelConfig, Placement, Point, TrainConfig
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_kan.py"
 EXAMPLES = ROOT / "examples"
-CHECKS = ["unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement"]
+CHECKS = ["unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement", "cuda_graph_capture"]
 
 
 def own(path: Path, function: str) -> dict:
@@ -72,6 +72,8 @@ def test_a_tensor_made_off_the_inputs_device_fails_device_placement(verdicts):
     assert placement["pass"] is False and "a tensor on cpu in add" in placement["detail"], placement
     assert "device=x.device" in placement["fix"]
     assert all(checks[c]["pass"] is True for c in CHECKS[:3])
+    # the capture check runs on meta, where a CPU tensor meets the input: not checked, not passed
+    assert checks["cuda_graph_capture"]["pass"] is None and "not checked" in checks["cuda_graph_capture"]["detail"]
 
 
 def test_a_readiness_point_through_the_trainer_records_its_verdict(tmp_path):
@@ -85,5 +87,5 @@ def test_a_readiness_point_through_the_trainer_records_its_verdict(tmp_path):
     assert rec["status"] == "ok" and rec["world_size"] == 2 and len(rec["ranks"]) == 2
     verdict = {c["check"]: c["pass"] for c in rec["readiness"]["checks"]}
     assert verdict == {"unused_parameters": False, "buffers_in_sync": False, "replicas_identical": True,
-                       "device_placement": True}
+                       "device_placement": True, "cuda_graph_capture": True}
     assert "unused_parameters FAIL, buffers_in_sync FAIL" in r.stdout

@@ -56,7 +56,7 @@ def test_kanscale_a_file_factory_inkan_and_a_broken_module_side_by_side_with_rea
     good = ("kan-bspline [2,8,1]", "tiny_kan.py:build [2,8,1]", "inkan_kan.py:build [2,8,1]")
     assert set(verdicts) == {*good, "broken_kan.py:drifting [2,8,1]"}
     for name in good:
-        assert [c["pass"] for c in verdicts[name]] == [True] * 4, verdicts[name]
+        assert [c["pass"] for c in verdicts[name]] == [True] * 5, verdicts[name]
     assert stray_names(work / "results/own") == {}  # every file names each model as the tables do
     bad = {c["check"]: c for c in verdicts["broken_kan.py:drifting [2,8,1]"]}
     assert bad["unused_parameters"]["pass"] is False and "forgotten" in bad["unused_parameters"]["detail"]
@@ -66,6 +66,7 @@ def test_kanscale_a_file_factory_inkan_and_a_broken_module_side_by_side_with_rea
     section = section[:section.index("</section>")]
     for name in good:
         assert f"<h3>{name}: <span class=\"badge pass\">ready</span></h3>" in section, section[:3000]
+    assert "cuda_graph_capture" in section  # the capture check's row, beside the DDP checks
     assert re.search(r"broken_kan.py:drifting \[2,8,1\]: <span class=\"badge fail\">not ready: unused_parameters, "
                      r"buffers_in_sync</span>", section), section[:3000]
     # the strong table lists the working implementations side by side

@@ -62,3 +62,24 @@ def test_the_config_echo_leaves_out_the_check_at_its_default_without_a_factory()
     assert "readiness" not in config_echo(cfg)["experiments"]
     cfg["model"]["impl"].append("examples/tiny_kan.py:build")
     assert "readiness" in config_echo(cfg)["experiments"]
+
+
+def test_the_capture_check_is_carried_with_its_findings_and_no_drift_note(tmp_path):
+    finding = {"op": "torch.tensor", "via": "", "kind": "python", "where": "the forward of layers.0 (Mine)",
+               "path": "default", "count": 1}
+    checks = [{"check": c, "pass": True, "detail": "d", "fix": "f", "names": []}
+              for c in ("unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement")]
+    checks.append({"check": "cuda_graph_capture", "pass": False, "detail": "cannot be captured as a CUDA graph: "
+                   "torch.tensor in the forward of layers.0 (Mine)", "fix": "f", "findings": [finding]})
+    a = _point()
+    _write(tmp_path, a, checks=checks)
+    found = verdicts([a.to_json()], tmp_path)
+    (capture,) = [c for c in found["kan-bspline [2,8,1]"] if c["check"] == "cuda_graph_capture"]
+    assert capture["pass"] is False and capture["findings"] == [finding]
+    # a model that cannot be captured trains correctly without CUDA graphs: no note on its numbers
+    assert failed_checks(found) == {}
+    gs = [{"id": "a", "text": "kan-bspline [2,8,1]: no world size ..."}]
+    assert with_readiness_notes(gs, found) == gs
+    # ready for DDP (the badge), with the capture check's failed row beside the DDP checks
+    (ctx,) = readiness_context(found)
+    assert ctx["failed"] == [] and ctx["checks"][-1]["verdict"] == "fail"

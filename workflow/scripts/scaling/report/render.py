@@ -154,7 +154,9 @@ def readiness_context(found: dict | None) -> list[dict] | None:
     if not found:
         return None
     word = {True: "pass", False: "fail", None: "not checked"}
-    return [{"name": name, "failed": [c["check"] for c in checks if c["pass"] is False],
+    # "not ready" names the DDP checks failed: the capture check has its own row, not the badge
+    return [{"name": name,
+             "failed": [c["check"] for c in checks if c["pass"] is False and c["check"] != ready.CAPTURE],
              "checks": [{**c, "verdict": word[c["pass"]]} for c in checks]} for name, checks in found.items()]
 
 
