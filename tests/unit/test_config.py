@@ -222,6 +222,8 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                "experiments.strong.global_batch", "experiments.strong.batch_per_rank", "experiments.allreduce",
                "plan", "plan.*", "limits", "resources", "timeouts", "network", "network.emulate", "report",
                "report.*",
+               # runs measured elsewhere: read by plan/imports.py, each matched to a point, never a point's field
+               "import", "import.*",
                # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data.py)
                "data", "data.path", "data.equations",
                # how points are grouped into Slurm allocations, read by plan/packs.py, not a point's field

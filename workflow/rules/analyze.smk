@@ -110,6 +110,7 @@ rule fit_model:
         allreduce=rules.collect_measurements.output.allreduce,
     output:
         model="results/{study}/model.json",
+        holdout="results/{study}/holdout.json",
     log:
         "results/{study}/logs/fit_model.log",
     localrule: True
@@ -120,7 +121,7 @@ rule fit_model:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/fit_model.py --in measurements={input.measurements:q}"
         " --in allreduce={input.allreduce:q} --param thresholds={params.thresholds:q}"
-        " --out model={output.model:q} > {log:q} 2>&1"
+        " --out model={output.model:q} --out holdout={output.holdout:q} > {log:q} 2>&1"
 
 
 rule compute_guidelines:

@@ -83,6 +83,9 @@ def _running_on_slurm():
 RUNNING = _running_on_slurm()
 # partial (make report): only the points that have a record file now; nothing is measured
 PARTIAL = config["partial"]
+# import: every point's record comes from a run measured elsewhere (plan/imports.py matched them when
+# the config was validated; measure.smk's import_records writes them): nothing is measured
+IMPORT = config["import"]
 # repeats: fixed, or adaptive (looks.smk adds repeats between the looks; POINTS has every repeat up to max)
 REPEATS = plan.repeat_plan(config)
 RUNTIMES = plan.point_runtimes(config, POINTS)
@@ -122,6 +125,8 @@ def get_point_records(wildcards):
 
 
 def get_point_benchmarks(wildcards):
+    if IMPORT:  # no job measured them: no benchmark file
+        return []
     return [f"results/{STUDY}/benchmarks/{pid}.tsv" for pid in measured_ids(LAST_LOOK)]
 
 

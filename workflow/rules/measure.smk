@@ -61,3 +61,25 @@ rule measure_point:
         " --limits {LIMITS_JSON:q} --runtime-min {resources.runtime} --retry-token={params.retry_token:q}"
         " --watch-pid {SNAKEMAKE_PID}"
         " --out {output:q} > {log:q} 2>&1"
+
+
+# import: the records of runs measured elsewhere, one per point, written at once (seconds, no job)
+if IMPORT:
+
+    ruleorder: import_records > measure_point
+
+    rule import_records:
+        input:
+            plan.imports.source_files(IMPORT),
+        output:
+            records_of(POINTS),
+        log:
+            f"results/{STUDY}/logs/import_records.log",
+        localrule: True
+        params:
+            points_dir=f"results/{STUDY}/points",
+        message:
+            f"import {STUDY}: one record per point from {IMPORT['path']}"
+        shell:
+            "{PYTHON:q} {SCRIPTS_DIR:q}/import_records.py --param config={STUDY_CONFIG_JSON:q}"
+            " --out points_dir={params.points_dir:q} > {log:q} 2>&1"

@@ -10,6 +10,7 @@
     runtimes.py  step-time estimates from earlier records; each point's time limit
     state.py     record_state, retry_token (which points run again), ANALYSIS_RULES
     factories.py model.impl factories: relative paths resolved, each checked once (imports, builds, shape)
+    imports.py   the `import:` section: runs measured elsewhere read, checked and matched to the points
     packs.py     resources.pack: the points still to run, grouped by Slurm geometry into allocations
 
 Pure Python, imported by the workflow (common.smk), `make plan` (study.py) and the tests. The
@@ -17,7 +18,7 @@ fields of a point are defined once, in kan/config.py; this package only maps con
 them. Below: what callers use. The modules import each other directly, never this file.
 """
 
-from . import factories, packs
+from . import factories, imports, packs
 from .config import _merge, config_warnings, load_config, read_yaml, validate_config
 from .fields import CONFIG_FIELDS, launch_settings, limits, lr_candidates
 from .points import (DDP_DEFAULTS, build_points, ddp_left_out, initial_points, points_digest, points_json,
@@ -26,7 +27,7 @@ from .runtimes import ESTIMATE_RULE, point_runtimes
 from .schema import ConfigError, load_schema
 from .state import ANALYSIS_RULES, record_state, retry_token
 
-__all__ = ["ANALYSIS_RULES", "factories", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError",
+__all__ = ["ANALYSIS_RULES", "factories", "imports", "packs", "CONFIG_FIELDS", "DDP_DEFAULTS", "ESTIMATE_RULE", "ConfigError",
            "build_points", "config_warnings", "ddp_left_out", "initial_points", "launch_settings", "limits",
            "load_config", "load_schema", "point_runtimes", "points_digest", "points_json", "read_yaml",
            "record_state", "repeat_plan", "retry_token", "validate_config"]

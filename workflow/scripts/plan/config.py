@@ -14,7 +14,8 @@ import yaml
 
 from .checks import semantic_problems
 from .factories import notes, resolve_paths
-from .points import allreduce_topologies, training_rows
+from .imports import match, read_runs
+from .points import allreduce_topologies, build_points, training_rows
 from .schema import ConfigError, Validator, load_schema, message
 
 
@@ -94,6 +95,8 @@ def validate_config(config: dict, source: str = "config", schema: dict | None = 
     if not problems:
         resolve_paths(config, files or [])
         problems = [f"{_source_of(_key_path(key), sources)}: {key}: {msg}" for key, msg in semantic_problems(config)]
+    if not problems and config.get("import"):
+        problems = [f"{_source_of(['import'], sources)}: import: {msg}" for msg in import_problems(config)]
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
@@ -136,3 +139,13 @@ def config_warnings(cfg: dict) -> list[str]:
                    "elsewhere they are recorded as failed with the reason"
                    + ("" if multi else "; no topology here has 2 or more nodes, so nothing is emulated"))
     return out
+
+
+def import_problems(config: dict) -> list[str]:
+    """What stops the config's `import:` source from giving every planned point its run (plan/imports.py):
+    a bad file (named with its row and column), a point without a run, a run without a point."""
+    try:
+        match(build_points(config), read_runs(config["import"]), config["import"]["path"])
+    except ConfigError as e:
+        return [str(e)]
+    return []

@@ -19,7 +19,7 @@ from .repeats import RepeatPlan
 
 # report keys that are no threshold of the analysis (each reaches the steps that read it on its own)
 NOT_THRESHOLDS = ("reference", "compare", "expect")
-_KINDS = {"float": float, "int": int, "float | None": float, "dict | None": dict}
+_KINDS = {"float": float, "int": int, "float | None": float, "dict | None": dict, "str | list | None": lambda v: v}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +39,7 @@ class Settings:
     max_gpus_per_node: int  # largest node the model predicts intra-node placements for
     model_max_mape_pct: float  # a recommendation whose model errs more (LOO MAPE) is inconclusive
     bootstrap_samples: int  # bootstrap resamples of the law fits and the performance model
+    holdout: str | list | None  # world sizes the model predicts without them: "largest", a list, or None (off)
     decision_level: float  # not a config key: the deciding intervals' level, 1 - alpha / looks
     looks: int  # not a config key: the looks that decide (1 with fixed repeats)
 

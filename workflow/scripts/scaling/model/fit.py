@@ -23,15 +23,25 @@ USE_CORUN = True
 CONFIG = ["experiment", "model", "nodes", "gpus_per_node", "batch_per_rank"]
 
 
+def compute_times(rows: pd.DataFrame) -> pd.Series:
+    """The compute of each row's step: its no_sync step, or for a non-DDP row (training_rows takes
+    them only for a family never probed) its whole step, which has no all-reduce; NaN otherwise."""
+    nosync = rows["nosync_step_time_s"].where(rows["nosync_step_time_s"] > 0)
+    plain = ~rows["ddp"].astype(bool)
+    return nosync.where(~plain, rows["step_time_s"])
+
+
 def fit_compute(rows: pd.DataFrame, curve: dict[int, float] | None = None) -> dict:
-    """{'terms', 'x'} of compute(b, P) over the no_sync step times of one family's ok DDP rows (each
-    divided by its oversubscription and its co-run slowdown)."""
-    rows = rows[rows["nosync_step_time_s"] > 0]
+    """{'terms', 'x'} of compute(b, P) over the no_sync step times of one family's ok DDP rows (or
+    its non-DDP steps where none was probed: compute_times), each divided by its oversubscription and
+    its co-run slowdown."""
+    rows = rows.assign(compute_s=compute_times(rows))
+    rows = rows[rows["compute_s"] > 0]
     if rows.empty:
         raise NotFitted("no DDP point with a no_sync step time")
     b = rows["batch_per_rank"].to_numpy(float)
     P = rows["num_params"].to_numpy(float)
-    y = (rows["nosync_step_time_s"].to_numpy(float) / rows["oversub"].to_numpy(float)
+    y = (rows["compute_s"].to_numpy(float) / rows["oversub"].to_numpy(float)
          / corun_factor(curve or {}, rows["busy_cores"] if "busy_cores" in rows else np.nan))
     terms = (["c0_s", "per_sample_s"] if len(set(b)) >= 2 else ["per_sample_s"])
     if len(set(P)) >= 2:
@@ -54,9 +64,38 @@ def fit_sweep(ar: pd.DataFrame) -> tuple[np.ndarray, list[bool]] | None:
     return bounded_linear(ring_design(p, n) * s[:, None], t, relative=True)
 
 
+# without a no_sync probe (an imported run), a DDP step's cost beyond compute is its step less the
+# non-DDP compute: that holds whatever DDP adds, not only the all-reduce, so a cost paid per step
+# whatever the ranks and the link (the source's own extra work on DDP runs, DDP's bookkeeping) gets a
+# term of its own, d: exposed(p) = d + 2 (p - 1) alpha + 2 (p - 1) / p n beta for p > 1
+DDP_FIXED = "ddp_fixed_s"
+
+
+def fit_derived(cls: str, rows: pd.DataFrame) -> dict:
+    """{'ddp_fixed_s', 'alpha_s', 'beta_s_per_byte', ...} of one link class from derived exposed costs
+    (step - compute); terms the world sizes cannot separate are dropped, beta first, then alpha."""
+    p, n, e = (rows[c].to_numpy(float) for c in ("world_size", "grads_bytes", "exposed_comm_s"))
+    s = rows["oversub"].to_numpy(float) if "oversub" in rows and COMM_SHARES_CORES else np.ones(len(rows))
+    names = [DDP_FIXED, "alpha_s", "beta_s_per_byte"]
+    X = np.column_stack([np.ones_like(p), ring_design(p, n)]) * s[:, None]
+    keep = list(range(len(names)))
+    while len(keep) > 1 and not full_rank(np.unique(X[:, keep], axis=0)):
+        keep.pop()
+    x, bound = bounded_linear(X[:, keep], e, relative=False)
+    values = dict.fromkeys(names, 0.0) | {names[i]: float(v) for i, v in zip(keep, x)}
+    dropped = [names[i] for i in range(len(names)) if i not in keep]
+    return {**values, "exposure": 1.0, "exposure_assumed": False,
+            "at_bound": {names[i]: b for i, b in zip(keep, bound)}, "terms_dropped": dropped,
+            "source": "step less the non-DDP compute (no no_sync probe): a per-step DDP cost d plus "
+                      "effective alpha, beta" + (f"; {', '.join(dropped)} not separable at the world sizes "
+                                                 "measured, taken as 0" if dropped else "")}
+
+
 def fit_comm(cls: str, train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
     """{'alpha_s', 'beta_s_per_byte', 'exposure', 'source', 'exposure_assumed'} of one link class."""
     rows = train[(train["placement_class"] == cls) & (train["world_size"] > 1) & train["exposed_comm_s"].notna()]
+    if "exposed_derived" in rows and rows["exposed_derived"].any():
+        return fit_derived(cls, rows[rows["exposed_derived"].astype(bool)])
     p, n, e = (rows[c].to_numpy(float) for c in ("world_size", "grads_bytes", "exposed_comm_s"))
     s = rows["oversub"].to_numpy(float) if "oversub" in rows and COMM_SHARES_CORES else np.ones(len(rows))
     swept = fit_sweep(sweep[sweep["placement_class"] == cls])
@@ -90,6 +129,7 @@ def fit_all(train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
             out["compute"][fam] = fit_compute(g, out["corun"])
         except NotFitted as e:
             out["compute"][fam] = str(e)
+    train = derive_exposed(train, out["compute"])
     classes = (set(train.loc[train["world_size"] > 1, "placement_class"]) | set(sweep["placement_class"])) - {SINGLE}
     for cls in sorted(classes):
         try:
@@ -97,6 +137,25 @@ def fit_all(train: pd.DataFrame, sweep: pd.DataFrame) -> dict:
         except NotFitted as e:
             out["comm"][cls] = str(e)
     return out
+
+
+def derive_exposed(train: pd.DataFrame, compute: dict) -> pd.DataFrame:
+    """`train` with exposed_comm_s = step - predicted compute on the DDP rows of a family never
+    probed (no no_sync step: its compute came from its non-DDP runs), marked exposed_derived."""
+    if "never_probed" not in train or not train["never_probed"].any():
+        return train
+    train = train.copy()
+    rows = train["never_probed"].astype(bool) & train["ddp"].astype(bool) & (train["world_size"] > 1)
+    train["exposed_derived"] = False
+    for i in train.index[rows]:
+        r = train.loc[i]
+        comp = compute.get(r["family"])
+        if not isinstance(comp, dict):
+            continue
+        c = float(compute_time(comp, r["batch_per_rank"], r["num_params"])[0]) * float(r["oversub"])
+        train.at[i, "exposed_comm_s"] = float(r["step_time_s"]) - c
+        train.at[i, "exposed_derived"] = True
+    return train
 
 
 def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0, busy=math.nan) -> np.ndarray:
@@ -110,20 +169,23 @@ def predict_step(fit: dict, family: str, cls: str, p, b, P, n, oversub=1.0, busy
         if not isinstance(comm, dict):
             raise NotFitted(comm or f"no {cls} communication data")
         shared = np.asarray(oversub, float) if COMM_SHARES_CORES else 1.0
-        t = t + shared * comm["exposure"] * ring(p, n, comm["alpha_s"], comm["beta_s_per_byte"]) * (np.asarray(p) > 1)
+        cost = comm["exposure"] * ring(p, n, comm["alpha_s"], comm["beta_s_per_byte"]) + comm.get(DDP_FIXED, 0.0)
+        t = t + shared * cost * (np.asarray(p) > 1)
     return t
 
 
 def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     """The ok DDP points with a synced and a no_sync step time (non-DDP points have no no_sync probe
-    and no all-reduce: they are not part of this model). With `defaults_only`, only DDP's default
+    and no all-reduce: they are not part of this model, except as the compute of a family whose DDP
+    points were never probed: _with_unprobed_baselines). With `defaults_only`, only DDP's default
     settings (ddp_setting none): a hook changes the bytes sent (fp16 halves them) and adds its own
     work, a bucket size changes the overlap; the model is fitted to DDP as the other experiments run
     it and predicts the settings from their bytes (model/ddp.py)."""
-    ok = df[(df["status"] == "ok") & df["ddp"].astype(bool) & (df["step_time_s"] > 0)].copy()
-    if defaults_only and "ddp_setting" in ok:
-        ok = ok[ok["ddp_setting"].isin([DEFAULT_DDP_SETTING, ""])]
+    ok = df[(df["status"] == "ok") & (df["step_time_s"] > 0)].copy()
     ok["family"] = [model_family(m) for m in ok["model"]]
+    ok = _with_unprobed_baselines(ok)
+    if defaults_only and "ddp_setting" in ok:
+        ok = ok[ok["ddp_setting"].isin([DEFAULT_DDP_SETTING, ""]) | ~ok["ddp"].astype(bool)]
     col = lambda c: ok[c] if c in ok else pd.Series(np.nan, index=ok.index)  # noqa: E731
     hosts = col("num_hosts").fillna(ok["nodes"]).clip(lower=1)
     ok["oversub"] = oversubscription(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
@@ -131,6 +193,23 @@ def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     ok["busy_cores"] = busy_cores(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
                                   col("host_cpus"))
     return ok
+
+
+def _with_unprobed_baselines(ok: pd.DataFrame) -> pd.DataFrame:
+    """The DDP rows, and for a family none of whose DDP rows has a no_sync step (runs imported from
+    elsewhere) its non-DDP one-rank rows too: their step is its compute. Such a family's DDP rows are
+    kept only at a batch and parameter count a non-DDP run measured (elsewhere their compute, and so
+    their DDP cost, is unknown). Marked never_probed."""
+    ddp = ok["ddp"].astype(bool)
+    probed = set(ok.loc[ddp & (ok["nosync_step_time_s"] > 0), "family"])
+    never = ~ok["family"].isin(probed)
+    plain = never & ~ddp & (ok["world_size"] == 1)
+    known = set(zip(ok.loc[plain, "family"], ok.loc[plain, "batch_per_rank"], ok.loc[plain, "num_params"]))
+    with_plain = {f for f, _, _ in known}
+    measured = pd.Series([f not in with_plain or (f, b, P) in known
+                          for f, b, P in zip(ok["family"], ok["batch_per_rank"], ok["num_params"])], index=ok.index)
+    keep = (ddp & ~never) | plain | (ddp & never & measured)
+    return ok[keep].assign(never_probed=never[keep])
 
 
 def _configs(train: pd.DataFrame, model: str, cls: str) -> pd.DataFrame:
@@ -179,9 +258,25 @@ def resample(train: pd.DataFrame, sweep: pd.DataFrame, rng: np.random.Generator)
     idx = []
     for _, g in train.groupby(CONFIG + ["ddp"], sort=False):
         idx.extend(rng.choice(g.index.to_numpy(), size=len(g), replace=True))
+    draw = train.loc[idx]
+    if "launcher" in draw and (draw["launcher"] == "imported").any():
+        draw = _epoch_draw(draw.copy(), rng)
     parts = []
     for _, g in sweep.groupby(["placement_class", "nodes", "gpus_per_node"], sort=False):
         reps = g["rep"].unique()
         for k, rep in enumerate(rng.choice(reps, size=len(reps), replace=True)):
             parts.append(g[g["rep"] == rep].assign(rep=k))
-    return train.loc[idx], (pd.concat(parts) if parts else sweep)
+    return draw, (pd.concat(parts) if parts else sweep)
+
+
+def _epoch_draw(draw: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """An imported run is one repeat: its step time is the median of its epochs' mean steps, and only
+    their spread says how well that median is known. Each imported row's step is drawn around it,
+    normal with sd = 1.2533 sigma / sqrt(n) (the median's standard error), sigma = (p90 - p10) / 2.563
+    (the 10-90% width of a normal) and n = epochs - 1 (import_records.py leaves epoch 0 out)."""
+    rows = draw["launcher"] == "imported"
+    width = (draw["step_time_p90_s"] - draw["step_time_p10_s"]).where(rows).fillna(0.0).clip(lower=0.0)
+    n = (draw["epochs"].where(rows).fillna(2) - 1).clip(lower=1)
+    sd = 1.2533 * width / 2.563 / np.sqrt(n)
+    draw["step_time_s"] = draw["step_time_s"] + rng.standard_normal(len(draw)) * sd.to_numpy(float)
+    return draw

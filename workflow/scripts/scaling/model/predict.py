@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, is_emulated, model_family
-from .fit import predict_step, validate
+from .fit import DDP_FIXED, predict_step, validate
 from .terms import NotFitted, busy_cores, corun_factor, oversubscription
 
 
@@ -108,6 +108,9 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
             cd = [d["comm"][cls] for d in draws if isinstance(d["comm"].get(cls), dict)]
             entry["comm"] = {k: _param(k, comm[k], [d[k] for d in cd], comm["at_bound"].get(k, False))
                              for k in ("alpha_s", "beta_s_per_byte", "exposure")}
+            if DDP_FIXED in comm:  # no no_sync probe: DDP's per-step cost beyond the all-reduce (model/fit.py)
+                entry["comm"][DDP_FIXED] = _param(DDP_FIXED, comm[DDP_FIXED], [d.get(DDP_FIXED, 0.0) for d in cd],
+                                                  comm["at_bound"].get(DDP_FIXED, False))
             entry["comm"].update(source=comm["source"], exposure_assumed=comm["exposure_assumed"])
             if comm["exposure_assumed"]:
                 entry["comm"]["exposure"]["note"] = f"assumed 1 (no overlap): no {cls} training point measured"
