@@ -26,7 +26,9 @@ evaluates its replica on the held-out rows (identical replicas, identical rows: 
 then waits at a barrier, all between one step's timer and the next; the time it takes is counted
 apart (eval_time_s) and left out of the training time of every curve and of train_time_s.
 
-Under training.cuda_graphs a step is one replay of the captured whole step (kan/graphs.py).
+Under training.cuda_graphs a step is one replay of the captured whole step (kan/graphs.py), watched
+for a hang (the process group's timeout per replay) and released when the loop ends, on every path,
+before the process group is destroyed.
 """
 
 from __future__ import annotations
@@ -91,6 +93,18 @@ def _startup(net, model, loss_fn, xb: torch.Tensor, yb: torch.Tensor, lr: float,
     return time.perf_counter() - t0
 
 
+def _bytes_per_step(t, counter: ddp_wrap.ByteCounter, params: list[torch.Tensor], captured: bool
+                    ) -> tuple[float | None, str]:
+    """(bytes a rank all-reduces per synced step, how that was found). Under capture a hook's Python ran
+    once, while the step was captured, and its all-reduces were counted then: each replay launches
+    exactly those."""
+    found, how = ddp_wrap.bytes_per_step(t, counter, 4 * sum(p.numel() for p in params))
+    if captured and t.comm_hook != "none":
+        how = (f"counted: every all_reduce the {t.comm_hook} hook made while the step was captured "
+               "(each replay runs the same ones)")
+    return found, how
+
+
 def _average_grads(params: list[torch.Tensor], world: int) -> None:
     """One flat all-reduce of every gradient, then the mean (what DDP would have done)."""
     flat = torch.cat([p.grad.reshape(-1) for p in params])
@@ -104,8 +118,9 @@ def _average_grads(params: list[torch.Tensor], world: int) -> None:
 
 
 def train_rank(point: Point, run, info: DistInfo, device: torch.device,
-               model_factory: Callable | None = None) -> dict:
-    """Run the training loop on this rank; return its raw measurements."""
+               model_factory: Callable | None = None, on_hang: Callable[[str], None] | None = None) -> dict:
+    """Run the training loop on this rank; return its raw measurements. `on_hang`: what a hung capture
+    or replay does (graphs.HangWatch; default: say why and exit)."""
     t_cfg, m_cfg = point.train, point.model
     torch.manual_seed(t_cfg.seed)  # identical initial weights on every rank (DDP also broadcasts)
     model = (model_factory or build_model)(m_cfg, t_cfg.seed).to(device)
@@ -147,94 +162,100 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         total_steps = min(total_steps, t_cfg.max_steps)
     # a captured step cannot also run under no_sync: no comm probe (exposed communication unmeasured)
     probe_every = t_cfg.comm_probe_every if use_ddp and not t_cfg.cuda_graphs else 0
-    # under capture: the eager warm-up and the capture, before the clock and undone (kan/graphs.py)
-    captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr]) if t_cfg.cuda_graphs else None
+    # under capture: the eager warm-up and the capture, before the clock and undone (kan/graphs.py); a
+    # hook's all-reduces are counted in the captured step, which every replay repeats
+    captured = None
+    if t_cfg.cuda_graphs:
+        captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr],
+                                       hang_limit_s=run.pg_timeout_s, on_hang=on_hang,
+                                       around_capture=lambda: counter.counting(hooked))
     progress = Progress(total_steps, bpr * info.world_size, run.progress_every_s, info.is_main)
 
-    sync_times: list[float] = []
-    nosync_times: list[float] = []
-    flat_ar_times: list[float] = []
-    epochs: list[dict] = []
-    curve: list[dict] = []
-    window_loss = torch.zeros((), device=device)
-    window_n = 0
-    samples_seen = 0
-    step = 0
-    sync(device)
-    t_train = time.perf_counter()
-    for epoch in range(t_cfg.epochs):
-        if step >= total_steps:
-            break
-        idx = shard_indices(t_cfg.samples, info.rank, info.world_size, epoch, t_cfg.seed).to(device)
-        # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
-        x_ep, y_ep = x_all[idx], y_all[idx]
-        loss_sum = torch.zeros((), device=device)
-        seen = 0
-        for s in range(steps_per_epoch):
+    with graphs.released(captured):  # on every path, before the process group is destroyed
+        sync_times: list[float] = []
+        nosync_times: list[float] = []
+        flat_ar_times: list[float] = []
+        epochs: list[dict] = []
+        curve: list[dict] = []
+        window_loss = torch.zeros((), device=device)
+        window_n = 0
+        samples_seen = 0
+        step = 0
+        sync(device)
+        t_train = time.perf_counter()
+        for epoch in range(t_cfg.epochs):
             if step >= total_steps:
                 break
-            xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
-            probe = probe_every > 0 and step % probe_every == probe_every - 1
-            timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
-            if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
-                graphs.set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
-            t0 = time.perf_counter()
-            if captured is None:  # a replay's backward writes its static grads: nothing to zero
-                opt.zero_grad(set_to_none=True)
-            if probe:  # never under capture (probe_every is 0 there)
-                with net.no_sync():
-                    loss = loss_fn(net(xb), yb)
-                    loss.backward()
-                sync(device)
-                ta = time.perf_counter()
-                if info.world_size > 1:  # untimed: one rank's gradients already are the mean
-                    _average_grads(params, info.world_size)
-                sync(device)
-                tb = time.perf_counter()
-                opt.step()
-                sync(device)
-                t1 = time.perf_counter()
-                if timed:
-                    nosync_times.append((t1 - t0) - (tb - ta))
-                    flat_ar_times.append(tb - ta)
-            else:
-                if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
-                    loss = captured.step(xb, yb)
-                else:
-                    loss = loss_fn(net(xb), yb)
-                    with counter.counting(hooked and timed):
+            idx = shard_indices(t_cfg.samples, info.rank, info.world_size, epoch, t_cfg.seed).to(device)
+            # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
+            x_ep, y_ep = x_all[idx], y_all[idx]
+            loss_sum = torch.zeros((), device=device)
+            seen = 0
+            for s in range(steps_per_epoch):
+                if step >= total_steps:
+                    break
+                xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
+                probe = probe_every > 0 and step % probe_every == probe_every - 1
+                timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
+                if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
+                    graphs.set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
+                t0 = time.perf_counter()
+                if captured is None:  # a replay's backward writes its static grads: nothing to zero
+                    opt.zero_grad(set_to_none=True)
+                if probe:  # never under capture (probe_every is 0 there)
+                    with net.no_sync():
+                        loss = loss_fn(net(xb), yb)
                         loss.backward()
+                    sync(device)
+                    ta = time.perf_counter()
+                    if info.world_size > 1:  # untimed: one rank's gradients already are the mean
+                        _average_grads(params, info.world_size)
+                    sync(device)
+                    tb = time.perf_counter()
                     opt.step()
-                sync(device)
-                t1 = time.perf_counter()
-                if timed:
-                    sync_times.append(t1 - t0)
-            batch_loss = loss.detach() * len(xb)
-            loss_sum += batch_loss
-            window_loss += batch_loss
-            seen += len(xb)
-            window_n += len(xb)
-            samples_seen += len(xb) * info.world_size
-            step += 1
-            if eval_every and (samples_seen >= next_eval or step == total_steps):
-                eval_time += _validate(model, x_val, y_val, data.classification, info, step, samples_seen,
-                                       time.perf_counter() - t_train - eval_time, val_curve)
-                next_eval = (samples_seen // eval_every + 1) * eval_every  # the next multiple
-            if step % t_cfg.loss_every_steps == 0 or step == total_steps:
-                # before the loss all-reduce, without the evaluations: training time only
-                elapsed = time.perf_counter() - t_train - eval_time
-                curve.append({"step": step, "samples_seen": samples_seen, "elapsed_s": elapsed,
-                              "train_loss": _global_mean(window_loss, window_n, device)})
-                window_loss.zero_()
-                window_n = 0
-            progress.update(step)
-        # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
-        epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
-                       "elapsed_s": time.perf_counter() - t_train - eval_time})
-    sync(device)
-    train_time = time.perf_counter() - t_train - eval_time
-    if captured is not None:
-        captured.release()  # before the process group goes (NCCL >= 2.26 waits for graphs using it)
+                    sync(device)
+                    t1 = time.perf_counter()
+                    if timed:
+                        nosync_times.append((t1 - t0) - (tb - ta))
+                        flat_ar_times.append(tb - ta)
+                else:
+                    if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
+                        loss = captured.step(xb, yb)
+                        sync(device)
+                        captured.settled()  # the replay finished: its hang watch stands down
+                    else:
+                        loss = loss_fn(net(xb), yb)
+                        with counter.counting(hooked and timed):
+                            loss.backward()
+                        opt.step()
+                        sync(device)
+                    t1 = time.perf_counter()
+                    if timed:
+                        sync_times.append(t1 - t0)
+                batch_loss = loss.detach() * len(xb)
+                loss_sum += batch_loss
+                window_loss += batch_loss
+                seen += len(xb)
+                window_n += len(xb)
+                samples_seen += len(xb) * info.world_size
+                step += 1
+                if eval_every and (samples_seen >= next_eval or step == total_steps):
+                    eval_time += _validate(model, x_val, y_val, data.classification, info, step, samples_seen,
+                                           time.perf_counter() - t_train - eval_time, val_curve)
+                    next_eval = (samples_seen // eval_every + 1) * eval_every  # the next multiple
+                if step % t_cfg.loss_every_steps == 0 or step == total_steps:
+                    # before the loss all-reduce, without the evaluations: training time only
+                    elapsed = time.perf_counter() - t_train - eval_time
+                    curve.append({"step": step, "samples_seen": samples_seen, "elapsed_s": elapsed,
+                                  "train_loss": _global_mean(window_loss, window_n, device)})
+                    window_loss.zero_()
+                    window_n = 0
+                progress.update(step)
+            # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
+            epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
+                           "elapsed_s": time.perf_counter() - t_train - eval_time})
+        sync(device)
+        train_time = time.perf_counter() - t_train - eval_time
 
     if run.weights_out:
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{run.weights_out}.rank{info.rank}.pt")
@@ -275,8 +296,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "num_params": num_params(model),
         "num_buckets": _num_buckets(net) if use_ddp else 0,
         "used_ddp": use_ddp,
-        "comm_bytes_per_step": ddp_wrap.bytes_per_step(t_cfg, counter, 4 * sum(p.numel() for p in params))
-        if use_ddp
+        "comm_bytes_per_step": _bytes_per_step(t_cfg, counter, params, captured is not None) if use_ddp
         else (0.0, "no DDP"),
         "weights_checksum": float(sum(p.detach().double().sum().item() for p in params)),
         "facts": metrics.rank_facts(device),

@@ -82,6 +82,11 @@ def parse(argv: list[str] | None = None) -> tuple[Point, argparse.Namespace]:
         v = getattr(args, name)
         if not math.isfinite(v) or v < 0 or (name == "pg_timeout_s" and v == 0):
             parser.error(f"argument --{name.replace('_', '-')}: must be a finite number > 0, got {v}")
+    if args.inject_comm_delay_ms > 0 and point.train.cuda_graphs:
+        # the delay is a host-side sleep in a comm hook's callback: a graph records it once, while the
+        # step is captured, and no replay runs it, so the measured exposed comm would not grow by it
+        parser.error("argument --inject-comm-delay-ms: not with --cuda-graphs (training.cuda_graphs): its sleep "
+                     "would run while the step is captured, never in a replay")
     return point, args
 
 
@@ -163,9 +168,6 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         device = pick_device(point.placement.device, info)
         record["device_type"] = device.type
         record["provenance"]["slurm"] = slurm_env()
-        from .graphs import prepare_env
-
-        prepare_env(point.train.cuda_graphs and device.type == "cuda")  # before the process group exists
         with process_group(info, device, run.pg_timeout_s) as backend:
             record["backend"] = backend
             if point.experiment == "allreduce":
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
             else:
                 from .loop import summarize_ranks, train_rank
 
-                mine = train_rank(point, run, info, device, model_factory)
+                mine = train_rank(point, run, info, device, model_factory, on_hang=_hung_handler(record, run.out, info))
                 mine["baseline_rss_bytes"] = baseline_rss
                 per_rank = _gather(mine, info)
                 record.update(summarize_ranks(point, run, info, per_rank))
@@ -200,6 +202,30 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         if record["status"] == "ok":
             print(f"[kan.train] done: {_summary_line(record)} -> {run.out}", flush=True)
     return rc
+
+
+def _hung_handler(record: dict, out: str, info):
+    """What a hung capture or replay does to this rank (kan/graphs.py's HangWatch, from its own thread,
+    while the main thread waits in the device): its error file names the cause, rank 0 writes the failed
+    point's record (with the main thread's stack: where it waited), and the rank exits at once (1)."""
+
+    def hung(message: str) -> None:
+        from .graphs import GraphError, hang_stack
+
+        print(f"GraphError: {message}", file=sys.stderr, flush=True)
+        try:
+            try:
+                raise GraphError(message)
+            except GraphError as e:  # raised here so that the error file's format is the usual one
+                _record_exception(e, info.rank)
+            if info.is_main:
+                record.update(status="failed", reason=f"GraphError: {message}"[:2000], finished_utc=records.now_utc(),
+                              hung_stack=hang_stack()[-4000:])
+                records.write(out, record)
+        finally:
+            os._exit(1)
+
+    return hung
 
 
 def is_oom(e: BaseException) -> bool:
