@@ -495,7 +495,7 @@ def box(folder: str) -> None:
     out = []
     for m in request["models"]:
         impl, settings = m["impl"], {**m["settings"], "grid_range": tuple(m["settings"]["grid_range"])}
-        (folder / "stage").write_text(f"in the CUDA-graph capture check of {impl!r}")
+        (folder / "stage").write_text(f"at model.impl {impl!r}")
         torch.manual_seed(0)
         try:
             if factory.is_factory(impl):

@@ -1,14 +1,17 @@
 """The rules of a study config that JSON Schema cannot say well, as (config key, message): one
 experiment at least, exactly one batch for strong scaling, no placement listed twice, limits
-kept, and every point buildable (a point its dataclasses reject is named with its experiment).
+kept, every point buildable (a point its dataclasses reject is named with its experiment), and
+with CUDA graphs asked for, every implementation's training step capturable (kan/capture.py).
 """
 
 from __future__ import annotations
 
+from kan import factory
 from kan.config import EXPERIMENTS
 from kan.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
+from . import factories
 from .fields import study_parts
 from .points import (CAPTURE_SAFE_HOOKS, DDP_DEFAULTS, TRAINING_EXPERIMENTS, ddp_left_out, enabled, plan_points,
                      repeat_plan, world)
@@ -25,6 +28,8 @@ def semantic_problems(cfg: dict) -> list[tuple[str, str]]:
         problems.extend(_limit_problems(cfg, parts["limits"]))
         if not problems:
             plan_points(cfg, parts, problems)
+        if not problems:
+            problems.extend(capture_problems(cfg, parts["models"]))
     # the same problem at several points (a point and its repeats, its non-DDP baseline): say it once
     seen, unique = set(), []
     for key, msg in problems:
@@ -111,8 +116,7 @@ def target_problems(cfg: dict) -> list[tuple[str, str]]:
     if cfg["training"]["eval_every_samples"] == 0:
         out.append(("report.target", f"a held-out target ({metric}) needs held-out evaluations: set "
                                      f"training.eval_every_samples above 0 (it is 0 = off)"))
-    classification = (SKLEARN.get(d["name"]) if d["kind"] == "sklearn" else d["task"] if d["kind"] == "file"
-                      else "regression") == "classification"
+    classification = _classification(cfg)
     if metric == "val_accuracy" and not classification:
         out.append(("report.target.metric", f"val_accuracy needs classification data, and data.kind {d['kind']} "
                                             f"{('(' + d['name'] + ') ') if d['kind'] == 'sklearn' else ''}is "
@@ -120,6 +124,48 @@ def target_problems(cfg: dict) -> list[tuple[str, str]]:
     if metric == "val_accuracy" and target.get("value") is not None and target["value"] > 1:
         out.append(("report.target.value", f"{target['value']:g} is no accuracy: a val_accuracy target is a fraction "
                                            f"in (0, 1]"))
+    return out
+
+
+def _classification(cfg: dict) -> bool:
+    d = cfg["data"]
+    return (SKLEARN.get(d["name"]) if d["kind"] == "sklearn" else d["task"] if d["kind"] == "file"
+            else "regression") == "classification"
+
+
+def _capture_key(cfg: dict) -> str | None:
+    """The config key that asks for a captured step on a GPU study, or None."""
+    if cfg["device"] == "cpu":
+        return None  # refused on its own (_graph_problems)
+    if cfg["training"]["cuda_graphs"]:
+        return "training.cuda_graphs"
+    ddp = enabled(cfg["experiments"], "ddp")
+    if ddp and True in ddp["cuda_graphs"]:
+        return f"experiments.ddp.cuda_graphs[{ddp['cuda_graphs'].index(True)}]"
+    return None
+
+
+def capture_problems(cfg: dict, models: list) -> list[tuple[str, str]]:
+    """With a captured step asked for, each implementation whose training step cannot be captured
+    as a CUDA graph (kan/capture.py on the meta device, every kernel path a GPU may take), naming it
+    and the operators: a point of it would fail at capture, after its start-up. Checked in the
+    factory check's child process (plan/factories.py); pykan runs in its own environment, unchecked."""
+    key = _capture_key(cfg)
+    if key is None or not factories.BUILD["enabled"]:
+        return []
+    loss = "cross_entropy" if _classification(cfg) else "mse"
+    todo = list({(m.impl, m.basis if m.impl == "kanscale" else ""): m for m in models if m.impl != "pykan"}.values())
+    found = factories.capture_checks([{"impl": m.impl, "settings": factory.settings(m), "loss": loss} for m in todo],
+                                     cfg["model"]["factory_check_timeout_s"])
+    out = []
+    for m, r in zip(todo, found):
+        if "error" in r:
+            out.append(("model.impl", r["error"]))
+            continue
+        if r["pass"] is False:
+            name = f"{m.impl!r}" + (f" (basis {m.basis})" if m.impl == "kanscale" else "")
+            out.append((key, f"true, and model.impl {name} {r['detail']}; fix: {r['fix']}; allowed: false, or a "
+                             f"model without these operators (docs/your-model.md, CUDA graphs)"))
     return out
 
 

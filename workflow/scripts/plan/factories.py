@@ -5,6 +5,8 @@ returns an nn.Module for the study's settings, and that module maps (batch, widt
 The check runs in a child process (kan/factory_check.py) with a time limit
 (model.factory_check_timeout_s): a factory that hangs, exits at import or dies of a signal is such
 an error too, and nothing it sets (torch's default dtype, threads, sys.argv) reaches the planner.
+The same box runs the CUDA-graph capture check (kan/capture.py) of a study that asks for
+training.cuda_graphs, for every implementation at once: `capture_checks`.
 
 A relative file path is taken relative to the config file that names it (a --config value: relative
 to the working directory) and then written relative to the working directory where it lies inside
@@ -26,6 +28,11 @@ from kan.factory_check import BOOT
 
 _CHECKED: dict = {}  # (impl, settings, content hash, limit) -> error or None: one child a process
 _NOTES: dict = {}  # impl -> what its check could not do (a factory that needs CUDA here): a warning
+_CAPTURED: dict = {}  # the models' request, content hashes, limit -> their capture verdicts
+_CAPTURE_NOTES: dict = {}  # impl -> why its capture could not be checked here: a warning
+CAPTURE_BOOT = ("import json, sys; sys.path[:] = json.load(open(sys.argv[1] + '/request.json'))['sys_path']; "
+                "from kan.capture import box; box(sys.argv[1])")
+CAPTURE_CHECK = "the plan's CUDA-graph capture check"
 # False inside a job's own snakemake (a Slurm job step re-reads the Snakefile for its one point): the
 # run that planned and submitted it checked every factory; importing torch again there costs each
 # point ~2 s. The content hash (the point's id) is still read.
@@ -81,8 +88,29 @@ def check(impl: str, settings: dict, timeout_s: float) -> tuple[str, str | None]
 
 
 def notes(impls: list[str]) -> list[str]:
-    """One warning line per factory of `impls` whose check could not run in full here."""
-    return [f"model.impl {impl!r}: {_NOTES[impl]}" for impl in impls if impl in _NOTES]
+    """One warning line per factory of `impls` whose check could not run in full here, and per
+    implementation whose CUDA-graph capture could not be checked."""
+    return ([f"model.impl {impl!r}: {_NOTES[impl]}" for impl in impls if impl in _NOTES]
+            + [f"model.impl {impl!r}: {_CAPTURE_NOTES[impl]}" for impl in impls if impl in _CAPTURE_NOTES])
+
+
+def capture_checks(models: list[dict], timeout_s: float) -> list[dict]:
+    """kan/capture.py's verdict {check, pass, detail, fix, findings} of each model {"impl", "settings",
+    "loss"}, all checked in one child process given `timeout_s` seconds a model; a child that ends
+    without a result gives every model {"error": how it ended, naming the model it was checking}. A
+    verdict that could not be reached (pass None) is kept as a warning (notes)."""
+    shas = [factory.file_sha256(factory.parse(m["impl"])[0]) if factory.is_factory(m["impl"])
+            and factory.parse(m["impl"])[2] else "" for m in models]
+    key = (json.dumps(models, sort_keys=True), tuple(shas), timeout_s)
+    if key not in _CAPTURED:
+        result = run_check("", {}, timeout_s * max(1, len(models)), boot=CAPTURE_BOOT, request={"models": models},
+                           name=CAPTURE_CHECK)
+        found = result.get("results") or [{"error": result.get("error", f"{CAPTURE_CHECK}: no result")}] * len(models)
+        _CAPTURED[key] = found
+        for m, r in zip(models, found):
+            if r.get("pass", False) is None:
+                _CAPTURE_NOTES[m["impl"]] = f"CUDA-graph capture {r['detail']}"
+    return _CAPTURED[key]
 
 
 def _tail(path: Path, num_lines: int = 2, num_chars: int = 300) -> str:
@@ -95,17 +123,20 @@ def _tail(path: Path, num_lines: int = 2, num_chars: int = 300) -> str:
     return text if len(text) <= num_chars else text[:num_chars - 3] + "..."
 
 
-def run_check(impl: str, settings: dict, timeout_s: float) -> dict:
-    """kan/factory_check.py's result for one factory, run in a child of its own session (killed with
-    everything it started when it runs past `timeout_s`); a child that ends without a result is
-    {"error": <how it ended and at which stage>}."""
+def run_check(impl: str, settings: dict, timeout_s: float, boot: str = BOOT, request: dict | None = None,
+              name: str | None = None) -> dict:
+    """kan/factory_check.py's result for one factory (or `boot`'s for `request`: the capture check),
+    run in a child of its own session (killed with everything it started when it runs past
+    `timeout_s`); a child that ends without a result is {"error": <`name` (the implementation
+    string), how it ended and at which stage>}."""
+    name = name or repr(impl)
     with tempfile.TemporaryDirectory(prefix="kanscale-factory-") as tmp:
         folder = Path(tmp)
-        (folder / "request.json").write_text(json.dumps({"impl": impl, "settings": settings,
+        (folder / "request.json").write_text(json.dumps({"impl": impl, "settings": settings, **(request or {}),
                                                          "sys_path": list(sys.path)}))
         # the child's output goes to files, not pipes: a grandchild holding a pipe cannot stall us
         with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
-            child = subprocess.Popen([sys.executable, "-c", BOOT, str(folder)], stdin=subprocess.DEVNULL,
+            child = subprocess.Popen([sys.executable, "-c", boot, str(folder)], stdin=subprocess.DEVNULL,
                                      stdout=out, stderr=err, start_new_session=True)
             try:
                 code = child.wait(timeout=timeout_s)
@@ -118,9 +149,9 @@ def run_check(impl: str, settings: dict, timeout_s: float) -> dict:
                     pass
                 child.wait()
         stage = (folder / "stage").read_text() if (folder / "stage").is_file() else "import"
-        where = {"import": "at import", "call": "while called", "forward": "in its forward pass"}[stage]
+        where = {"import": "at import", "call": "while called", "forward": "in its forward pass"}.get(stage, stage)
         if code is None:
-            return {"error": f"{impl!r}: did not return within {timeout_s:g} s ({where}; "
+            return {"error": f"{name}: did not return within {timeout_s:g} s ({where}; "
                              f"model.factory_check_timeout_s raises the limit)"}
         if (folder / "result.json").is_file():
             return json.loads((folder / "result.json").read_text())
@@ -132,4 +163,4 @@ def run_check(impl: str, settings: dict, timeout_s: float) -> dict:
                 how = f"was killed by signal {-code}"
         else:
             how = f"exited with code {code}"
-        return {"error": f"{impl!r}: {how} {where}" + (f" ({tail})" if tail else "")}
+        return {"error": f"{name}: {how} {where}" + (f" ({tail})" if tail else "")}
