@@ -19,7 +19,9 @@ its own, then the initial weights, buffers, random state and comm-hook state put
 optimizer made): numba loading its compiled kernels, thread pools, DDP's bucket rebuild and first
 allocations are one-time costs, which MLPerf also keeps off the time-to-train clock. No sample is
 trained for free (the weights start again from the same initial values), and the cost is recorded
-apart as timing.startup_s.
+apart. So are the other one-time costs before the clock, each by name (kan/startup.py): the imports,
+the kernel choice, the anatomy probe and, under training.cuda_graphs, the warm-up and capture;
+timing.startup_s is their sum and timing.startup_parts each part that ran.
 
 Validation off the clock: every `eval_every_samples` samples seen (all ranks together), every rank
 evaluates its replica on the held-out rows (identical replicas, identical rows: no communication),
@@ -41,7 +43,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import anatomy, ddp_wrap, graphs, kernel_choice, metrics
+from . import anatomy, ddp_wrap, graphs, kernel_choice, metrics, startup
 from . import lr as lr_rule
 from .config import Point
 from .data import load_data, make_dataset, shard_indices
@@ -118,9 +120,11 @@ def _average_grads(params: list[torch.Tensor], world: int) -> None:
 
 
 def train_rank(point: Point, run, info: DistInfo, device: torch.device,
-               model_factory: Callable | None = None, on_hang: Callable[[str], None] | None = None) -> dict:
-    """Run the training loop on this rank; return its raw measurements. `on_hang`: what a hung capture
-    or replay does (graphs.HangWatch; default: say why and exit)."""
+               model_factory: Callable | None = None, imports_s: float | None = None,
+               on_hang: Callable[[str], None] | None = None) -> dict:
+    """Run the training loop on this rank; return its raw measurements. `imports_s`: what this process
+    spent importing the trainer (kan/train.py; None: nothing), the start-up's first part. `on_hang`:
+    what a hung capture or replay does (graphs.HangWatch; default: say why and exit)."""
     t_cfg, m_cfg = point.train, point.model
     torch.manual_seed(t_cfg.seed)  # identical initial weights on every rank (DDP also broadcasts)
     model = (model_factory or build_model)(m_cfg, t_cfg.seed).to(device)
@@ -144,11 +148,18 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     x_val, y_val = data.x_val.to(device), data.y_val.to(device)
     loss_fn = F.cross_entropy if data.classification else F.mse_loss
     bpr = t_cfg.batch_per_rank
-    startup_s = _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device)
-    # which B-spline kernels run (Triton only where it timed faster here), before the clock and undone
+    clock = startup.Clock()  # every one-time cost before the training clock, by name (kan/startup.py)
+    clock.add("imports", imports_s)
+    clock.add("first_steps", _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device))
+    # which B-spline kernels run (Triton only where it timed faster here), before the clock and undone;
+    # a part only where a choice was timed (elsewhere the path is looked up)
+    t0 = time.perf_counter()
     kernels = kernel_choice.choose(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device, use_ddp)
+    clock.add("kernel_choice", time.perf_counter() - t0 if kernels.get("timed_ms") else None)
     # what bounds a step (fixed vs per-sample cost, operators), also before the clock and undone
+    t0 = time.perf_counter()
     step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, use_ddp)
+    clock.add("anatomy", time.perf_counter() - t0 if step_anatomy is not None else None)
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound);
     # a captured step needs Adam(capturable=True) with its rate as a device tensor (kan/graphs.py)
     opt = (graphs.make_optimizer(net.parameters(), lr_eff, device) if t_cfg.cuda_graphs else
@@ -166,9 +177,10 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     # hook's all-reduces are counted in the captured step, which every replay repeats
     captured = None
     if t_cfg.cuda_graphs:
-        captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr],
-                                       hang_limit_s=run.pg_timeout_s, on_hang=on_hang,
-                                       around_capture=lambda: counter.counting(hooked))
+        with clock.part("capture"):
+            captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr],
+                                           hang_limit_s=run.pg_timeout_s, on_hang=on_hang,
+                                           around_capture=lambda: counter.counting(hooked))
     progress = Progress(total_steps, bpr * info.world_size, run.progress_every_s, info.is_main)
 
     with graphs.released(captured):  # on every path, before the process group is destroyed
@@ -278,10 +290,12 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "nosync": metrics.summarize(nosync_times),
         "flat_allreduce": metrics.summarize(flat_ar_times),
         "train_time_s": train_time,
-        "startup_s": startup_s,
+        "startup_s": clock.total(),
+        "startup_parts": clock.parts,
         "anatomy": step_anatomy,
         "kernels": kernels,
-        "cuda_graphs": captured.facts() if captured is not None else None,
+        # this rank's warm-up and capture cost beside the capture's facts (the device script's summary)
+        "cuda_graphs": {**captured.facts(), "capture_s": clock.parts["capture"]} if captured is not None else None,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
         "epochs": epochs,
@@ -382,6 +396,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
     global_batch = bpr * info.world_size
     r0 = per_rank[0]
     train_time = max(r["train_time_s"] for r in per_rank)
+    parts = startup.slowest([r["startup_parts"] for r in per_rank])
     peak = max(r["peak_mem_bytes"] for r in per_rank)
     return {
         "timing": {
@@ -392,8 +407,9 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "nosync_step_time_s": nosync,
             "per_rank_step_time_s": [r["sync"]["median"] if r["sync"] else None for r in per_rank],
             "train_time_s": train_time,
-            # the one-time start-up, off the clock (the slowest rank's): see STARTUP_STEPS
-            "startup_s": max(r["startup_s"] for r in per_rank),
+            # the one-time costs before the clock, by name, and their sum (the slowest rank's: kan/startup.py)
+            "startup_s": sum(parts.values()),
+            "startup_parts": parts,
             "startup_steps": STARTUP_STEPS,
             "epoch_time_s": train_time / max(len(r0["epochs"]), 1),
             "num_steps": r0["steps"],

@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         print(build_parser().format_usage() + str(e), file=sys.stderr, flush=True)
         _record_exception(e)
         return 2
+    imports_s = _import_trainer(point.train.ddp)
     import torch
 
     from . import metrics
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
             else:
                 from .loop import summarize_ranks, train_rank
 
-                mine = train_rank(point, run, info, device, model_factory, on_hang=_hung_handler(record, run.out, info))
+                mine = train_rank(point, run, info, device, model_factory, imports_s=imports_s,
+                                  on_hang=_hung_handler(record, run.out, info))
                 mine["baseline_rss_bytes"] = baseline_rss
                 per_rank = _gather(mine, info)
                 record.update(summarize_ranks(point, run, info, per_rank))
@@ -202,6 +204,26 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         if record["status"] == "ok":
             print(f"[kan.train] done: {_summary_line(record)} -> {run.out}", flush=True)
     return rc
+
+
+def _import_trainer(ddp: bool) -> float | None:
+    """Import what the trainer runs before its first step (kan/warm_fork.py's list), timed: the start-up's
+    `imports` part (kan/startup.py). None where torch was in the process already (a trainer forked from
+    the warm server, which imported all of it; a test): nothing was imported for this point. torch._dynamo
+    only with DDP, whose constructor imports it."""
+    if "torch" in sys.modules:
+        return None
+    t0 = time.perf_counter()
+    import torch  # noqa: F401
+    import torch.distributed  # noqa: F401
+    import torch.nn.parallel  # noqa: F401
+
+    if ddp:
+        import torch._dynamo  # noqa: F401
+
+    from . import _numba_bspline, data, distributed, layers, loop, metrics, models  # noqa: F401
+
+    return time.perf_counter() - t0
 
 
 def _hung_handler(record: dict, out: str, info):

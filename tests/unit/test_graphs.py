@@ -285,4 +285,6 @@ def test_the_graph_goes_before_the_process_group_on_every_path(tmp_path, monkeyp
         assert rc == 1 and rec["status"] == "failed" and rec["reason"] == "RuntimeError: replay failed"
         return
     assert rc == 0 and rec["status"] == "ok"
+    assert "capture" in rec["timing"]["startup_parts"]
+    assert rec["timing"]["startup_s"] == sum(rec["timing"]["startup_parts"].values())
     assert rec["cuda_graphs"]["nccl_async_error_handling"] == "torch's default (not 0)"

@@ -11,6 +11,7 @@ import math
 
 import pandas as pd
 
+from kan import startup
 from kan.config import TrainConfig
 
 SINGLE = "single-rank"
@@ -67,10 +68,12 @@ NUMERIC = [
 ]
 LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
                       "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss", "ddp_setting", "link_mbit"]
-# one row per held-out evaluation (training.eval_every_samples): training time only, evaluation apart
+# one row per held-out evaluation (training.eval_every_samples): training time only, evaluation apart;
+# the run's one-time start-up before the clock, its sum and each named part (kan/startup.py; empty
+# where the part did not run or the record predates the parts)
 VAL_CURVE_COLUMNS = ["point_id", "experiment", "model", "data", "world_size", "nodes", "gpus_per_node",
                      "placement_class", "ddp", "rep", "global_batch", "step", "samples_seen", "train_time_s",
-                     "val_loss", "val_accuracy", "eval_time_s", "startup_s"]
+                     "val_loss", "val_accuracy", "eval_time_s", "startup_s", *startup.COLUMNS]
 ALLREDUCE_COLUMNS = ["point_id", "nodes", "gpus_per_node", "world_size", "placement_class", "link_mbit", "rep",
                      "backend",
                      "size_bytes", "time_s", "time_p10_s", "time_p90_s", "algbw_gbps", "busbw_gbps", "status",
@@ -185,3 +188,9 @@ def clean_allreduce(ar: pd.DataFrame | None) -> pd.DataFrame:
     ar["placement_class"] = [placement_class(n, p, h, g, link_mbit=k) for n, p, h, g, k in
                              zip(ar["nodes"], ar["world_size"], hosts, given, ar["link_mbit"])]
     return ar.reset_index(drop=True)
+
+
+def startup_columns(parts: dict | None) -> dict:
+    """A record's timing.startup_parts as the tables' startup_<part>_s columns (None where it did not run)."""
+    parts = parts if isinstance(parts, dict) else {}
+    return {startup.column(p): parts.get(p) for p in startup.PARTS}

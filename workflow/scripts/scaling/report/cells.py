@@ -7,6 +7,8 @@ import math
 
 import pandas as pd
 
+from kan import startup
+
 from ..common.columns import DEFAULT_DDP_SETTING
 from ..common.stats import known
 from ..tables.experiments import BASELINE_RATIOS
@@ -205,7 +207,12 @@ def _reached(r):
 
 
 def _startup(r):
-    return _sig(r["startup_s_mean"]) if known(r.get("startup_s_mean")) else "–"
+    """The start-up's sum, then the parts that ran (kan/startup.py), e.g. '2.31 (imports 1.9, first steps
+    (JIT) 0.35, anatomy probe 0.062)'; the sum alone for records made before the parts were recorded."""
+    if not known(r.get("startup_s_mean")):
+        return "–"
+    parts = {p: r[f"{startup.column(p)}_mean"] for p in startup.PARTS if known(r.get(f"{startup.column(p)}_mean"))}
+    return _sig(r["startup_s_mean"]) + (f" ({startup.text(parts, _sig)})" if parts else "")
 
 
 def heldout_columns(name: str, t: pd.DataFrame | None) -> list:

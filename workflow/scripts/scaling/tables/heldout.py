@@ -19,6 +19,8 @@ import math
 
 import pandas as pd
 
+from kan import startup
+
 from ..common.columns import VAL_CURVE_COLUMNS
 from ..common.stats import summarize
 from .aggregate import baseline_target_times, exact_at_baseline, not_reached_note, ok_repeats, ratio_columns
@@ -28,10 +30,10 @@ EXPERIMENTS = ("strong", "weak")
 LOSS_TARGET_COLUMNS = ("target_loss", "time_to_target_s", "time_to_target_s_ci_lo", "time_to_target_s_ci_hi",
                        "time_to_target_speedup", "time_to_target_speedup_ci_lo", "time_to_target_speedup_ci_hi",
                        "time_to_target_note")
-# per repeat, what per_repeat adds
+# per repeat, what per_repeat adds: with the start-up's sum, each of its named parts (kan/startup.py)
 REPEAT_COLUMNS = ("target_metric", "target_value", "target_reference_value", "time_to_target_s",
-                  "samples_to_target", "target_reached", "eval_time_s", "startup_s", "clock_step_s",
-                  "clock_start_s")
+                  "samples_to_target", "target_reached", "eval_time_s", "startup_s", *startup.COLUMNS,
+                  "clock_step_s", "clock_start_s")
 
 
 def reaches(value: float, target: float, metric: str) -> bool:
@@ -138,8 +140,9 @@ def per_repeat(df: pd.DataFrame, curves: pd.DataFrame, target: dict) -> pd.DataF
         hit = first_reach(curve, metric, value)
         df.at[i, "target_value"], df.at[i, "target_reference_value"] = value, ref
         df.at[i, "eval_time_s"] = float(curve["eval_time_s"].iloc[0])
-        if "startup_s" in curve:  # the one-time start-up, off the clock (absent from older records)
-            df.at[i, "startup_s"] = pd.to_numeric(curve["startup_s"], errors="coerce").iloc[0]
+        for col in ("startup_s", *startup.COLUMNS):  # the one-time start-up, off the clock (older records lack it)
+            if col in curve:
+                df.at[i, col] = pd.to_numeric(curve[col], errors="coerce").iloc[0]
         df.at[i, "clock_start_s"], df.at[i, "clock_step_s"] = clock_line(curve)
         df.at[i, "target_reached"] = hit is not None
         if hit is not None:
@@ -162,15 +165,16 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
     (mean, 95% CI over the repeats; given only when every ok repeat with a curve reached the target:
     a mean over the repeats that happened to reach it would be biased low), target_n_reached of
     target_n_repeats, target_reached, time_to_target_note, eval_time_s_mean (all of a run's evaluations),
-    startup_s_mean (the one-time start-up before the clock started: kan/loop.py), clock_step_s_mean and
+    startup_s_mean (the one-time start-up before the clock started: kan/loop.py) and each of its parts,
+    startup_<part>_s_mean (over the repeats where the part ran: kan/startup.py), clock_step_s_mean and
     clock_start_s_mean (clock_line: what a step costs on the training clock, and its slower start), and
     time_to_target_speedup = the DDP baseline's time / this time. `sub`: per_repeat's rows of that
     experiment."""
     t = t.drop(columns=[c for c in LOSS_TARGET_COLUMNS if c in t]).copy()
     num = ("target_value", "target_reference_value", "time_to_target_s", "time_to_target_s_ci_lo",
            "time_to_target_s_ci_hi", "samples_to_target", "samples_to_target_ci_lo", "samples_to_target_ci_hi",
-           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "startup_s_mean", "clock_step_s_mean",
-           "clock_start_s_mean", "time_to_target_speedup",
+           "target_n_reached", "target_n_repeats", "eval_time_s_mean", "startup_s_mean",
+           *(f"{c}_mean" for c in startup.COLUMNS), "clock_step_s_mean", "clock_start_s_mean", "time_to_target_speedup",
            "time_to_target_speedup_ci_lo", "time_to_target_speedup_ci_hi")
     t["target_metric"] = sub["target_metric"].dropna().iloc[0] if sub["target_metric"].notna().any() else ""
     for c in num + ("time_to_target_s_std",):
@@ -193,7 +197,7 @@ def with_target(t: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
             t.at[i, "target_n_repeats"] = len(have)
             t.at[i, "target_reached"] = missed == 0
             t.at[i, "eval_time_s_mean"] = float(have["eval_time_s"].mean())
-            for col in ("startup_s", "clock_step_s", "clock_start_s"):
+            for col in ("startup_s", *startup.COLUMNS, "clock_step_s", "clock_start_s"):
                 t.at[i, f"{col}_mean"] = float(have[col].mean()) if have[col].notna().any() else math.nan
             if missed:
                 continue

@@ -23,7 +23,8 @@ from kan import record as records
 from kan.config import Point
 from kan.data_config import DataConfig
 
-from ..common.columns import ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class
+from ..common.columns import (ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class,
+                              startup_columns)
 
 # every column measurements.csv has, in order; units are in the names
 COLUMNS = [
@@ -245,6 +246,7 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
             vals.append({"point_id": pid, **keys, "data": Point.from_json(point).data.label,
                          "global_batch": row["global_batch"], "eval_time_s": validation["eval_time_s"],
                          "startup_s": _get(rec, "timing", "startup_s"),
+                         **startup_columns(_get(rec, "timing", "startup_parts")),
                          **{k: entry.get(k) for k in ("step", "samples_seen", "train_time_s", "val_loss",
                                                       "val_accuracy")}})
         for size in _get(rec, "allreduce", "sizes") or []:
