@@ -66,8 +66,14 @@ class Run:
     epochs: int
     widths: tuple[int, ...] | None
     rows: list[Epoch] = field(default_factory=list)
-    num_params: int | None = None
+    num_params: int | None = None  # every parameter, frozen ones too (as kanscale's records count them)
     hardware: str = ""
+    trainable_params: int | None = None  # those DDP all-reduces; None: all of num_params
+
+    @property
+    def grads_bytes(self) -> int | None:
+        n = self.trainable_params or self.num_params
+        return 4 * n if n else None
 
     @property
     def world_size(self) -> int:
@@ -178,10 +184,8 @@ def read_seed_suite(folder: Path, hardware: str) -> list[Run]:
         run = Run(name=r["run"].strip(), where=where, experiment=SEED_EXPERIMENTS[test], ddp=mode == "ddp",
                   nodes=num["node_count"], gpus_per_node=num["gpus_per_node"], batch_per_rank=num["batch_size"],
                   samples=num["dataset_size"], epochs=num["epochs"], widths=(2, num["width"], 1),
-                  # pykan 0.2.8's trainable parameters per edge of [2, w, 1]: grid + k spline coefficients,
-                  # scale_base, scale_sp and the symbolic branch's 4 affine ones (w = 64: 192 x 19 = 3,648)
-                  num_params=(2 * num["width"] + num["width"]) * (num["grid_size"] + num["k"] + 2 + 4),
                   hardware=hardware)
+        run.num_params, run.trainable_params = pykan_params((2, num["width"], 1), num["grid_size"], num["k"])
         path = folder / f"{run.name}.csv"
         for e in _read_csv(path, SEED_EPOCH_COLUMNS):
             w = f"{path}, row {e['_row']}"
@@ -191,6 +195,18 @@ def read_seed_suite(folder: Path, hardware: str) -> list[Run]:
         _check_epochs(run, path)
         runs.append(run)
     return runs
+
+
+def pykan_params(widths: tuple[int, ...], grid: int, k: int) -> tuple[int, int]:
+    """(all, trainable) parameters of pykan 0.2.8's MultKAN at its defaults, as the seed suite built it.
+    Per edge: grid + k spline coefficients, scale_base, scale_sp and the symbolic branch's 4 affine
+    ones are trained (grid + k + 6); the spline and symbolic masks are frozen (2 more); per input node the
+    grid (grid + 2k + 1 points) and per output node 4 biases and scales are frozen. [2, 32, 1], grid 10,
+    k 3: 96 edges x 21 + 34 x 17 + 33 x 4 = 2,726 in all (the paper's count), 96 x 19 = 1,824 trained."""
+    edges = sum(a * b for a, b in zip(widths, widths[1:]))
+    frozen = edges * 2 + sum(widths[:-1]) * (grid + 2 * k + 1) + sum(widths[1:]) * 4
+    trained = edges * (grid + k + 6)
+    return trained + frozen, trained
 
 
 def _required(where: str, column: str, row: dict, kind: str):
@@ -373,7 +389,7 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
                  "bytes_per_step": None, "bytes_per_step_source": "not known for an imported run"},
         "memory": {"kind": "cuda_max_allocated" if peaks else "not stated",
                    "peak_bytes": int(max(peaks) * 2**30) if peaks else None, "peak_gib": max(peaks) if peaks else None,
-                   "grads_bytes": 4 * params if params else None, "weights_bytes": 4 * params if params else None},
+                   "grads_bytes": run.grads_bytes, "weights_bytes": 4 * params if params else None},
         "model": {"num_params": params},
         "loss": {"final_train": final, "test": None, "curve": curve, "kind": "training loss per epoch"},
         "ranks": [{"hostname": "imported", "device": "cuda", "device_name": run.hardware or "not stated"}],

@@ -28,6 +28,7 @@ from .totarget import predicted_guideline
 
 EXPERIMENTS = ("strong", "weak")
 NEEDS = ("target_value", "target_reached", "time_to_target_s", "time_to_target_s_std", "target_n_repeats")
+TRAIN_LOSS = "train_loss"  # the metric of a training-loss target (training_loss_view)
 
 
 def is_baseline(model: str) -> bool:
@@ -50,6 +51,8 @@ def _ratio_text(x: dict, label: str) -> str:
 
 def _goal(t: pd.DataFrame) -> str:
     metric = str(t["target_metric"].dropna().iloc[0]) if t["target_metric"].notna().any() else "held-out metric"
+    if metric == TRAIN_LOSS:
+        return f"training loss ≤ {float(t['target_value'].dropna().iloc[0]):.4g} (training loss: no held-out set)"
     way = "≤" if metric == "val_loss" else "≥"
     return f"{metric} {way} {float(t['target_value'].dropna().iloc[0]):.4g}"
 
@@ -57,7 +60,9 @@ def _goal(t: pd.DataFrame) -> str:
 def _candidates(t: pd.DataFrame, model: str) -> tuple[pd.DataFrame, list[str]]:
     """(the model's DDP rows at real placements that reached the target in every repeat, sorted by
     mean time; what else was measured and why it does not count)."""
-    g = t[(t["model"] == model) & t["ddp"].astype(bool) & t["placement_class"].isin(REAL_PLACEMENTS)]
+    # on a training-loss target a one-rank run without DDP trains the same model and counts too
+    plain = (t["target_metric"] == TRAIN_LOSS) & ~t["ddp"].astype(bool) & (t["world_size"] == 1)
+    g = t[(t["model"] == model) & (t["ddp"].astype(bool) | plain) & t["placement_class"].isin(REAL_PLACEMENTS)]
     reached = g[(g["target_reached"] == True) & g["time_to_target_s"].notna()]  # noqa: E712 (object column)
     left = [f"{_where(r)}: {r['time_to_target_note'] or 'no held-out curve'}" for _, r in g.iterrows()
             if r.name not in reached.index and int(r["n_ok"])]
@@ -143,16 +148,37 @@ def kan_vs_mlp(exp: str, kan: str, mlp: str, a, b, goal: str, d: Decide) -> dict
     return rests_on(g, [(f"{_where(a)} of {kan}", a["n_ok"]), (f"{_where(b)} of {mlp}", b["n_ok"])])
 
 
+def training_loss_view(t: pd.DataFrame) -> pd.DataFrame | None:
+    """The strong or weak table on its fixed training-loss target (report.target_loss) in the held-out
+    target's columns, for a study without a held-out set (runs imported from elsewhere): a point
+    reached it when time_to_target_s is known (tables/experiments.py gives it only when every ok
+    repeat with a curve reached it); None without such a target."""
+    if "target_loss" not in t or not t["target_loss"].notna().any() or "time_to_target_s" not in t:
+        return None
+    t = t.copy()
+    lo, hi = t.get("time_to_target_s_ci_lo"), t.get("time_to_target_s_ci_hi")
+    # the 95% CI back to a standard deviation over repeats (t ~ 1.96 for the repeats a CI needs)
+    std = (hi - lo) / (2 * 1.96) * t["n_ok"].clip(lower=1) ** 0.5 if lo is not None and hi is not None else math.nan
+    return t.assign(target_metric=TRAIN_LOSS, target_value=t["target_loss"],
+                    target_reached=t["time_to_target_s"].notna(), target_n_repeats=t["n_ok"],
+                    time_to_target_s_std=std)
+
+
 def time_to_accuracy(tables: dict, d: Decide, model_json: dict | None = None,
-                     critical: dict | None = None) -> list[dict]:
-    """Every time-to-accuracy guideline: none without a held-out target in the strong or weak table;
-    with the performance model, time to target predicted past what was measured (decide/totarget.py;
-    the weak experiment's with `critical` = critical_batch.json, None: no batch experiment)."""
+                     critical: dict | None = None, training_target: bool = False) -> list[dict]:
+    """Every time-to-accuracy guideline: none without a held-out target in the strong or weak table
+    (or, with `training_target`, report.target_loss, on training loss: training_loss_view); with the
+    performance model, time to target predicted past what was measured (decide/totarget.py; the weak
+    experiment's with `critical` = critical_batch.json, None: no batch experiment)."""
     out = []
     for exp in EXPERIMENTS:
         t = tables.get(exp)
-        if t is None or not set(NEEDS) <= set(t.columns) or not t["target_value"].notna().any():
+        if t is None:
             continue
+        if not set(NEEDS) <= set(t.columns) or not t["target_value"].notna().any():
+            t = training_loss_view(t) if training_target else None
+            if t is None:
+                continue
         t = t.copy()
         t["ddp"] = t["ddp"].fillna(True).astype(bool) if "ddp" in t else True
         bests = {}

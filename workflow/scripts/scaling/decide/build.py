@@ -11,6 +11,7 @@ from .ddp import ddp_setting_guidelines
 from .deploy import recommendation
 from .efficiency import per_rank_batch, strong_efficiency
 from .memory import memory
+from .overhead import not_communication
 from .rules import Decide
 from .stepbound import cite_bound, step_bound
 
@@ -46,12 +47,15 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
     out += strong_efficiency(strong, eff, d)
     out += step_bound(tables.get("anatomy"), d)
     out += inter_node(comm, settings.inter_node_penalty_pct, d)
+    out += not_communication([strong, weak, comm], model_json)
     for name, t in (("strong", strong), ("weak", weak), ("comm", comm)):
         out += comm_share(t, name, settings.comm_share_pct, d)
     for name, t in (("strong", strong), ("weak", weak)):
         out += per_rank_batch(t, name, eff, d)
     out += memory(ms, d)
     out += ddp_setting_guidelines(tables.get("ddp"), settings.ddp_loss_tolerance_pct, d, model_json)
-    out += time_to_accuracy(tables, d, model_json, critical)
+    # with no held-out target, a fixed training-loss target (report.target_loss) still says which world
+    # size trains to it soonest (runs imported from elsewhere have training loss only)
+    out += time_to_accuracy(tables, d, model_json, critical, training_target=settings.target_loss is not None)
     out += recommendation(model_json, settings.model_max_mape_pct)
     return cite_bound(out, model_json)

@@ -46,6 +46,14 @@ the ring time predicted from 2 ranks, where s = 2; s = 1 on GPUs and wherever co
       bound) and the model says so. World-1 points have no all-reduce (ring(1, n) = 0); their exposed
       comm is noise around zero and is not fitted. Absolute residuals in (b): the values can be <= 0.
 
+Without a no_sync probe (runs imported from elsewhere, docs/import.md): a family's compute is its
+non-DDP one-rank step, and a DDP point's cost beyond compute is its step less that compute, which holds
+whatever DDP adds, not only the all-reduce. Such a link class gets a per-step DDP cost d beside alpha
+and beta: exposed(p) = d + 2 (p - 1) alpha + 2 (p - 1) / p n beta for p > 1, each term fitted only
+where the world sizes separate it (beta dropped first, then alpha), and a DDP point is modelled only at
+a batch and parameter count a non-DDP run measured. The seed paper's A100 runs need it: 113.6 ms on one
+GPU, 142-146 ms at 2 to 8, whether or not the ranks cross nodes; a ring term alone is zero at one rank.
+
 Validation: leave one world size out. For each measured world size p, everything measured at p
 (training points and sweep rows) is removed, the whole model refitted, and the step time of every
 configuration at p predicted; error = 100 * (predicted - measured) / measured on the mean step time

@@ -81,11 +81,10 @@ def where_text(world_size: int, nodes=None, per_node=None, device: str = "GPU") 
     return f"{int(world_size)} {unit}s"
 
 
-def _device(points: pd.DataFrame | None) -> str:
-    """'GPU' when any measured point ran on CUDA, else 'CPU' (the cost is then rank-hours)."""
-    if points is not None and "device_type" in points and (points["device_type"].astype(str) == "cuda").any():
-        return "GPU"
-    return "CPU"
+def _device(provenance: dict | None) -> str:
+    """'GPU' when any record ran on CUDA (provenance.json's device types), else 'CPU' (the cost is
+    then rank-hours)."""
+    return "GPU" if "cuda" in ((provenance or {}).get("device_types") or []) else "CPU"
 
 
 def cost_text(hours, device: str) -> str:
@@ -361,8 +360,15 @@ def sentence(a: dict) -> str:
 
 
 def placement_text(provenance: dict | None) -> str:
-    """'1 host (x), Intel Xeon ..., backend gloo': where the numbers come from, in one line."""
+    """'1 host (x), Intel Xeon ..., backend gloo': where the numbers come from, in one line; for runs
+    imported from elsewhere, that they were, from where, and what the analysis could not use."""
     prov = provenance or {}
+    imp = prov.get("imported")
+    if imp:
+        cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
+        return (f"{', '.join(imp['hardware']) or 'hardware not stated'}, elsewhere: {imp['num_records']} of these runs "
+                f"were imported from {', '.join(imp['paths'])}{cited}, not measured by kanscale. The analysis "
+                f"could not use what they lack: {'; '.join(imp['lacks'])}")
     hosts = prov.get("hostnames") or []
     devices = prov.get("device_names") or prov.get("device_types") or []
     parts = [f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else None,
@@ -380,9 +386,9 @@ def runs_line(status: dict) -> dict:
             "contended": contended}
 
 
-def answer_context(tables: dict, guidelines: list[dict], status: dict) -> dict:
+def answer_context(tables: dict, guidelines: list[dict], status: dict, provenance: dict | None = None) -> dict:
     """What the #answer section shows: verdicts, per-model sentences, the answer table, the runs."""
-    device = _device(tables.get("points"))
+    device = _device(provenance)
     answers = model_answers(tables, guidelines, device)
     versus = comparison(guidelines, device)
     items = [versus] if versus else []

@@ -76,7 +76,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "sections": sections,
         "guidelines_by_topic": guidelines_by_topic(guidelines),
         "not_enough": [{**g, "slug": slug(g["id"])} for g in guidelines if g.get("status") == "not_enough_data"],
-        "answer": {**answer_context(tables, guidelines, status), "on": placement_text(provenance)},
+        "answer": {**answer_context(tables, guidelines, status, provenance), "on": placement_text(provenance)},
         "headline": next((f for f in figure_entries(manifest, figures_dir, ["headline"]) if "data_uri" in f), None),
         "measured_on": measured_on(tables.get("points"), provenance or {}),
         "looks": looks_context(look, guidelines, config["repeats"], settings),

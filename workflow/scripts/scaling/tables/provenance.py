@@ -34,4 +34,19 @@ def provenance(records: list[dict | None]) -> dict:
             seen["slurm_job_ids"].add(str(job))
     out = {f: sorted(v) for f, v in seen.items()}
     out["num_records"] = num
+    out["imported"] = imported(records)
     return out
+
+
+def imported(records: list[dict | None]) -> dict | None:
+    """What the records measured elsewhere say of themselves (plan/imports.py imported_record): how many,
+    from where, measured on what, and what they lack; None when every record was measured here."""
+    sources = [r["source"] for r in records if isinstance(r, dict) and (r.get("source") or {}).get("kind") == "imported"]
+    if not sources:
+        return None
+    pick = lambda key: sorted({str(s.get(key)) for s in sources if s.get(key)})  # noqa: E731
+    lacks = []
+    for s in sources:
+        lacks += [x for x in s.get("lacks") or [] if x not in lacks]
+    return {"num_records": len(sources), "paths": pick("path"), "citations": pick("cited"),
+            "hardware": pick("hardware"), "lacks": lacks}

@@ -1,0 +1,40 @@
+"""The seed paper's own 21 runs imported (config/seed-paper-import.yaml) through the whole workflow:
+nothing is measured, the report says the records were imported, the 8-GPU step is predicted from the
+1, 2 and 4-GPU runs, 1 GPU is soonest to the 8-GPU run's final training loss, and the DDP overhead is
+said not to be communication."""
+
+import json
+
+import pytest
+from workflow_runs import copy_workflow, job_counts, snakemake
+
+pytestmark = pytest.mark.e2e
+
+STUDY = "seed_paper_import"
+
+
+def test_seed_runs_imported_and_analysed(tmp_path):
+    # 100 bootstrap resamples instead of 500: seconds less; the assertions hold at either
+    work = copy_workflow(tmp_path / "w", config={"report": {"bootstrap_samples": 100}})
+    run = snakemake(work, ["config/seed-paper-import.yaml", "study.yaml"], timeout=600)
+    jobs = job_counts(run.out)
+    assert jobs.get("import_records") == 1 and "measure_point" not in jobs, jobs
+    results = work / "results" / STUDY
+
+    (strong8,) = [r for r in json.loads((results / "holdout.json").read_text())["pykan [2,64,1]"]
+                  if r["experiment"] == "strong"]
+    assert strong8["world_size"] == 8 and strong8["measured_step_s"] == pytest.approx(0.1461, abs=2e-4)
+    assert abs(strong8["error_pct"]) < 5 and strong8["interval"][0] < strong8["predicted_step_s"]
+
+    guidelines = {g["id"]: g for g in json.loads((results / "guidelines.json").read_text())["guidelines"]}
+    soonest = guidelines["time-to-accuracy-strong-pykan [2,64,1]"]
+    assert soonest["numbers"]["soonest"]["world_size"] == 1 and "training loss" in soonest["text"]
+    assert guidelines["overhead-not-comm-pykan [2,64,1]"]["status"] == "advice"
+
+    html = (work / "reports" / STUDY / "report.html").read_text()
+    answer = html[html.index('<section id="answer"'):html.index("</section>", html.index('<section id="answer"'))]
+    assert "were imported from workflow/report/reference/seed-paper-a100-runs" in answer
+    assert "not measured by kanscale" in answer and "repeats (one run per point)" in answer
+
+    again = snakemake(work, ["config/seed-paper-import.yaml", "study.yaml"], timeout=300)
+    assert "Nothing to be done" in again.out
