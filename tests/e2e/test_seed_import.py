@@ -30,6 +30,7 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     soonest = guidelines["time-to-accuracy-strong-pykan [2,64,1]"]
     assert soonest["numbers"]["soonest"]["world_size"] == 1 and "training loss" in soonest["text"]
     assert guidelines["overhead-not-comm-pykan [2,64,1]"]["status"] == "advice"
+    assert guidelines["holdout-pykan [2,64,1]"]["status"] == "advice"
 
     html = (work / "reports" / STUDY / "report.html").read_text()
     answer = html[html.index('<section id="answer"'):html.index("</section>", html.index('<section id="answer"'))]

@@ -84,3 +84,15 @@ def test_native_law_with_a_sweep_predicts_the_largest_within_a_few_percent():
     assert rows and all(r["world_size"] == 8 for r in rows)
     assert max(abs(r["error_pct"]) for r in rows) < 5
     assert np.isfinite([r["interval"][0] for r in rows]).all()
+
+
+def test_the_guideline_is_advice_only_within_the_model_error_threshold():
+    from scaling.decide.deploy import held_out
+    row = {"experiment": "strong", "world_size": 8, "nodes": 4, "gpus_per_node": 2, "placement": "inter-node",
+           "measured_step_s": 0.1461, "predicted_step_s": 0.1474, "interval": [0.1472, 0.1476], "error_pct": 0.9,
+           "interval_from": "bootstrap"}
+    (g,) = held_out({"m": [row]}, max_error_pct=25)
+    assert g["status"] == "advice" and "147.4 ms [147.2, 147.6] predicted, 146.1 ms measured, outside it" in g["text"]
+    (g,) = held_out({"m": [{**row, "predicted_step_s": 0.2, "error_pct": 36.9}]}, max_error_pct=25)
+    assert g["status"] == "inconclusive" and "misses a held-out point by 37%" in g["settle"]
+    assert held_out({}, 25) == []

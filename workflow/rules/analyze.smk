@@ -133,6 +133,7 @@ rule compute_guidelines:
         ddp=rules.compute_tables.output.ddp,
         anatomy=rules.compute_tables.output.anatomy,
         model=rules.fit_model.output.model,
+        holdout=rules.fit_model.output.holdout,
         critical=get_critical_input,
     output:
         guidelines="results/{study}/guidelines.json",
@@ -147,5 +148,6 @@ rule compute_guidelines:
     shell:
         "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
         " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
-        " --in anatomy={input.anatomy:q} --in model={input.model:q} --param thresholds={params.thresholds:q}"
+        " --in anatomy={input.anatomy:q} --in model={input.model:q} --in holdout={input.holdout:q}"
+        " --param thresholds={params.thresholds:q}"
         " --param critical={params.critical:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"

@@ -8,7 +8,7 @@ from ..common.settings import Settings
 from .accuracy import time_to_accuracy
 from .comm import comm_share, inter_node
 from .ddp import ddp_setting_guidelines
-from .deploy import recommendation
+from .deploy import held_out, recommendation
 from .efficiency import per_rank_batch, strong_efficiency
 from .memory import memory
 from .overhead import not_communication
@@ -17,10 +17,10 @@ from .stepbound import cite_bound, step_bound
 
 
 def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None,
-                       critical: dict | None = None) -> list[dict]:
+                       critical: dict | None = None, holdout: dict | None = None) -> list[dict]:
     """All guidelines, in report order. `tables` as tables.build.compute_tables returns (or read back
     from CSV); `model_json` = model.build.fit_performance_model's output; `critical` =
-    critical_batch.json (None: no batch experiment)."""
+    critical_batch.json (None: no batch experiment); `holdout` = holdout.json (report.holdout)."""
     eff = settings.efficiency_threshold
     d = Decide(settings.min_repeats, settings.decision_level)
     empty = pd.DataFrame(columns=["model", "world_size", "nodes", "gpus_per_node", "ddp", "placement_class",
@@ -58,4 +58,5 @@ def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None
     # size trains to it soonest (runs imported from elsewhere have training loss only)
     out += time_to_accuracy(tables, d, model_json, critical, training_target=settings.target_loss is not None)
     out += recommendation(model_json, settings.model_max_mape_pct)
+    out += held_out(holdout, settings.model_max_mape_pct)
     return cite_bound(out, model_json)
