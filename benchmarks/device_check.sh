@@ -99,6 +99,7 @@ elif "$PY" -c 'import pytest' 2>/dev/null; then
 else
   say "skipped: pytest is not importable by $PY"
 fi
+run "capture check (kan/capture.py; on CUDA held against real captures)" "$PY" benchmarks/capture_check.py --json "$OUT_DIR/capture_check.json"
 
 section "3. the seed paper's 1-GPU point, eager and captured"
 if [ "$CUDA" = 1 ]; then

@@ -118,7 +118,7 @@ class _Watch(TorchDispatchMode):
     def _on_device(self, t: torch.Tensor) -> bool:
         return t.device.type == self.device.type
 
-    def _kind(self, func, args, kwargs, out) -> str | None:
+    def _kind(self, func, args, kwargs) -> str | None:
         name = func.overloadpacket.__name__
         ins = _tensors((args, kwargs))
         if name in READS:
@@ -129,7 +129,7 @@ class _Watch(TorchDispatchMode):
             indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
             masks = [t for t in _tensors(indices) if t.dtype in (torch.bool, torch.uint8)]
             return "shape" if masks and self._on_device(args[0]) else None
-        if name == "lift_fresh":  # torch.tensor(...) on a GPU; on meta it dispatches nothing (_Constructors)
+        if name == "lift_fresh":  # torch.tensor(...) on a GPU; on meta it dispatches nothing (_constructors)
             return "python" if self._on_device(args[0]) else None
         if name in COPIES:
             src = args[1] if name in ("copy_", "copy", "_copy_from_and_resize") else args[0]
@@ -148,9 +148,7 @@ class _Watch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        kind = self._kind(func, args, kwargs, None) if self.recording and not self.quiet else None
-        if kind == "python" and self.quiet:
-            kind = None
+        kind = self._kind(func, args, kwargs) if self.recording and not self.quiet else None
         if kind:
             self.note(_op_name(func), kind, self.api[0] if self.api else "")
         try:
@@ -158,7 +156,7 @@ class _Watch(TorchDispatchMode):
         except (NotImplementedError, RuntimeError):
             # meta has no data: an operator that reads it gets stand-in values (ones), so that the step
             # goes on and every finding is listed; anything else is the model's own failure
-            if self.device.type != "meta" or not (kind or self._kind(func, args, kwargs, None)):
+            if self.device.type != "meta" or not (kind or self._kind(func, args, kwargs)):
                 raise
             return _stand_in(func, args, kwargs)
 

@@ -169,3 +169,17 @@ def test_the_check_leaves_torch_as_it_found_it():
     assert (torch.tensor, torch.as_tensor, torch.Tensor.new_tensor, torch.cuda.synchronize) == before
     y = F.linear(torch.ones(1, 2), torch.ones(1, 2))
     assert y.item() == 2.0
+
+
+def test_the_device_scripts_probes_get_the_verdicts_it_expects():
+    # benchmarks/capture_check.py holds these verdicts against real captures on a GPU
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "capture_check.py"
+    spec = importlib.util.spec_from_file_location("capture_check_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for name, (_, expected) in script.PROBES.items():
+        model, widths = script.build(name)
+        assert capture.check(model, widths)["pass"] is expected, name
