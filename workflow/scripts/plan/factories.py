@@ -6,7 +6,7 @@ The check runs in a child process (kan/factory_check.py) with a time limit
 (model.factory_check_timeout_s): a factory that hangs, exits at import or dies of a signal is such
 an error too, and nothing it sets (torch's default dtype, threads, sys.argv) reaches the planner.
 The same box runs the CUDA-graph capture check (kan/capture.py) of a study that asks for
-training.cuda_graphs, for every implementation at once: `capture_checks`.
+training.cuda_graphs, for all the study's factories at once: `capture_checks`.
 
 A relative file path is taken relative to the config file that names it (a --config value: relative
 to the working directory) and then written relative to the working directory where it lies inside
