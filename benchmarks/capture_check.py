@@ -147,7 +147,8 @@ def main() -> int:
     for name, (_, expected) in PROBES.items():
         model, widths = build(name)
         r = capture.check(model, widths, device="meta")
-        rows.append({"name": name, "path": "default", "verdict": r["pass"], "expected": expected, "detail": r["detail"]})
+        rows.append({"name": name, "path": "default", "verdict": r["pass"], "expected": expected,
+                     "detail": r["detail"]})
     # the real captures, one child each (6 at a time: the device machine has cores to spare)
     with ThreadPoolExecutor(6) as pool:
         got = list(pool.map(lambda row: in_child(row["name"], row["path"]) if real else "not tried (no CUDA)", rows))

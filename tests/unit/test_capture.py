@@ -64,7 +64,8 @@ FINE = {
     "Python numbers as operands": lambda m, y: y * 2.0 + 1,
     "a 0-dim CPU tensor as an operand (a scalar, no copy)": lambda m, y: y * torch.tensor(2.0),
     "a registered buffer": lambda m, y: y * m.scale,
-    "arange and masks used arithmetically": lambda m, y: y * (torch.arange(3, device=y.device) > 0) + y.masked_fill(y < 0, 0),
+    "arange and masks used arithmetically":
+        lambda m, y: y * (torch.arange(3, device=y.device) > 0) + y.masked_fill(y < 0, 0),
     "a constant made once and cached": lambda m, y: y * _cached(y.device),
 }
 _CACHE: dict = {}

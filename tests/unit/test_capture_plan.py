@@ -96,3 +96,16 @@ def test_a_step_that_cannot_run_on_meta_plans_with_a_warning_not_a_refusal(tmp_p
     (line,) = [w for w in plan.config_warnings(cfg) if "CUDA-graph capture" in w]
     assert line.startswith(f"model.impl {impl!r}: CUDA-graph capture not checked: the training step cannot run on "
                            f"the meta device"), line
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the planner on a machine without CUDA")
+def test_a_factory_that_needs_cuda_is_checked_on_meta_with_cuda_turned_into_meta(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    impl = f"{FIXTURES / 'factory_needs_cuda.py'}:build"
+    seen = []
+    real = factories.capture_checks
+    monkeypatch.setattr(factories, "capture_checks", lambda models, t: seen.extend(real(models, t)) or seen)
+    cfg = plan.load_config(write(tmp_path, study([impl], training={"cuda_graphs": True})))
+    (r,) = seen
+    assert r["pass"] is True, r  # its .cuda() and device="cuda" ran on meta
+    assert not [w for w in plan.config_warnings(cfg) if "CUDA-graph capture" in w]
