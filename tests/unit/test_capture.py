@@ -184,3 +184,14 @@ def test_the_device_scripts_probes_get_the_verdicts_it_expects():
     for name, (_, expected) in script.PROBES.items():
         model, widths = script.build(name)
         assert capture.check(model, widths)["pass"] is expected, name
+
+
+def test_common_layers_pass_and_batchnorms_cumulative_average_is_found():
+    fine = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.Dropout(0.1), nn.LayerNorm(16), nn.GELU(),
+                         nn.Linear(16, 1))
+    assert capture.check(fine, (8, 1))["pass"] is True
+    # momentum=None averages over float(num_batches_tracked): a read back to the host every step
+    reads = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16, momentum=None), nn.Linear(16, 1))
+    (f,) = capture.check(reads, (8, 1))["findings"]
+    assert (f["op"], f["via"], f["where"]) == ("aten._local_scalar_dense", "Tensor.__float__",
+                                                "the forward of 1 (BatchNorm1d)")
