@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import torch
 
@@ -112,9 +111,8 @@ def test_rendezvous_that_cannot_complete_is_recorded_as_failed(tmp_path, root, m
     monkeypatch.setenv("KANSCALE_FAULT", "drop-last-agent")
     p, ls = _point({"nodes": 2, "gpus_per_node": 1})
     out = tmp_path / "points" / f"{p.id}.json"
-    t0 = time.monotonic()
     assert launch(p, ls, out) == 0
     rec = records.read(out, p.id)
+    # failed by the join timeout, not the deadline (that would be a "timeout" record)
     assert rec["status"] == "failed"
     assert "Rendezvous" in rec["reason"], rec["reason"]
-    assert time.monotonic() - t0 < ls.runtime_min * 60  # failed by the join timeout, not the deadline

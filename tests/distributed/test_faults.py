@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import PROGRESS, PROGRESS_LINE, wait_for
 
 from kan import record as records
 from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
@@ -34,15 +35,18 @@ def short_point(**place) -> Point:
                  placement=Placement(**{"device": "cpu", **place}))
 
 
-def start(tmp: Path, p: Point, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+def start(tmp: Path, p: Point, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, Path, Path]:
+    """The launcher on point p: (its process, the record's path, its log: the trainers' output too)."""
     out = tmp / "results" / "f" / "points" / f"{p.id}.json"
     d = p.to_json()
     d.pop("limits")
     cmd = [sys.executable, str(LAUNCHER), "--point", json.dumps(d),
            "--launch", json.dumps(LaunchSettings(runtime_min=5, pg_timeout_s=30).to_json()), "--out", str(out), *extra]
-    log = open(tmp / f"{p.id}.{time.monotonic_ns()}.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-    return proc, out
+    log = tmp / f"{p.id}.{time.monotonic_ns()}.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                                env={**os.environ, **PROGRESS, **(env or {})})
+    return proc, out, log
 
 
 def ranks_of(p: Point) -> list[int]:
@@ -51,27 +55,18 @@ def ranks_of(p: Point) -> list[int]:
     return [int(x) for x in out.split()]
 
 
-def wait_for(cond, timeout_s: float, what: str):
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def wait_training(p: Point, n: int = 1) -> list[int]:
-    pids = wait_for(lambda: len(ranks_of(p)) >= n and ranks_of(p), 120, f"{n} rank(s) of {p.id}")
-    time.sleep(3)  # past imports and the process group: inside the training loop
-    return pids
+def wait_training(p: Point, log: Path, n: int = 1) -> list[int]:
+    """pids of p's n ranks, once its log holds a progress line: past imports and the process group,
+    inside the training loop (the log's writer started with PROGRESS in its environment)."""
+    wait_for(lambda: PROGRESS_LINE in log.read_text(), 120, f"a progress line of {p.id} in {log}")
+    return wait_for(lambda: len(ranks_of(p)) >= n and ranks_of(p), 30, f"{n} rank(s) of {p.id}")
 
 
 @pytest.mark.parametrize("gpus", [1, 2])
 def test_sigkill_of_a_rank_is_a_killed_record_naming_the_signal(tmp_path, gpus):
     p = long_point(gpus)
-    proc, out = start(tmp_path, p)
-    victim = wait_training(p, gpus)[-1]
+    proc, out, log = start(tmp_path, p)
+    victim = wait_training(p, log, gpus)[-1]
     os.kill(victim, signal.SIGKILL)
     assert proc.wait(timeout=60) == 0
     rec = records.read(out, p.id)
@@ -81,20 +76,19 @@ def test_sigkill_of_a_rank_is_a_killed_record_naming_the_signal(tmp_path, gpus):
 
 def test_sigterm_of_the_launcher_is_a_cancelled_record_and_ends_the_tree(tmp_path):
     p = long_point(2)
-    proc, out = start(tmp_path, p)
-    wait_training(p, 2)
-    t0 = time.monotonic()
+    proc, out, log = start(tmp_path, p)
+    wait_training(p, log, 2)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0
+    assert proc.wait(timeout=15) == 0  # the launcher ends after its tree
     rec = records.read(out, p.id)
     assert rec["status"] == "cancelled" and "SIGTERM" in rec["reason"]
-    assert not ranks_of(p) and time.monotonic() - t0 < 15
+    assert not ranks_of(p)
 
 
 def test_sigkill_of_the_launcher_leaves_no_rank_and_no_record(tmp_path):
     p = long_point(2)
-    proc, out = start(tmp_path, p)
-    wait_training(p, 2)
+    proc, out, log = start(tmp_path, p)
+    wait_training(p, log, 2)
     proc.kill()
     proc.wait()
     wait_for(lambda: not ranks_of(p), 10, "the ranks to die with their launcher (parent-death signal)")
@@ -107,13 +101,12 @@ def test_sigkill_of_the_launcher_leaves_no_rank_and_no_record(tmp_path):
 def test_death_of_the_watched_process_stops_the_point_within_seconds(tmp_path):
     p = long_point(1)
     watched = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    proc, out = start(tmp_path, p, "--watch-pid", str(watched.pid))
-    wait_training(p)
+    proc, out, log = start(tmp_path, p, "--watch-pid", str(watched.pid))
+    wait_training(p, log)
     watched.kill()  # kill -9 of snakemake
     watched.wait()
-    t0 = time.monotonic()
-    proc.wait(timeout=30)
-    assert time.monotonic() - t0 < 10 and not ranks_of(p)
+    proc.wait(timeout=10)  # within seconds: the launcher ends after its tree
+    assert not ranks_of(p)
     assert not out.exists()  # nothing half-measured is committed
     outcome = json.loads(next((out.parent.parent / "attempts" / p.id).glob("*/outcome.json")).read_text())
     assert outcome["status"] == "cancelled" and "died" in outcome["reason"]
@@ -122,10 +115,11 @@ def test_death_of_the_watched_process_stops_the_point_within_seconds(tmp_path):
 def test_a_second_launcher_waits_and_never_duplicates(tmp_path):
     slow = long_point(1)
     # the same point id twice: hold the claim with a long attempt of `slow`, then start a second one
-    first, out = start(tmp_path, slow)
-    wait_training(slow)
-    second, _ = start(tmp_path, slow)
-    time.sleep(5)
+    first, out, first_log = start(tmp_path, slow)
+    wait_training(slow, first_log)
+    second, _, second_log = start(tmp_path, slow)
+    wait_for(lambda: "is being measured by a live earlier" in second_log.read_text(), 120,
+             "the second launcher to find the first one's claim")
     assert len(ranks_of(slow)) == 1  # the second one waits: no concurrent duplicate
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=30) == 0
@@ -139,7 +133,7 @@ def test_a_second_launcher_waits_and_never_duplicates(tmp_path):
 
 def test_bad_command_line_value_names_the_flag(tmp_path):
     p = short_point()
-    proc, out = start(tmp_path, p, env={"KANSCALE_FAULT": "bad-flag"})
+    proc, out, log = start(tmp_path, p, env={"KANSCALE_FAULT": "bad-flag"})
     assert proc.wait(timeout=120) == 0
     rec = records.read(out, p.id)
     assert rec["status"] == "failed" and "argument --grid-size: must be >= 1" in rec["reason"], rec["reason"]
@@ -149,7 +143,7 @@ def test_bad_command_line_value_names_the_flag(tmp_path):
 @pytest.mark.parametrize("gpus", [1, 2])
 def test_cuda_requested_on_a_cpu_machine_names_the_missing_device(tmp_path, gpus):
     p = short_point(device="cuda", gpus_per_node=gpus)
-    proc, out = start(tmp_path, p)
+    proc, out, log = start(tmp_path, p)
     assert proc.wait(timeout=120) == 0
     rec = records.read(out, p.id)
     assert rec["status"] == "failed" and "no usable CUDA device" in rec["reason"], rec["reason"]

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from test_faults import LAUNCHER, long_point, ranks_of, short_point, wait_for, wait_training
+from test_faults import LAUNCHER, long_point, ranks_of, short_point, wait_training
+from waiting import PROGRESS, wait_for
 
 from kan import record as records
 from kan.config import LaunchSettings, Point
@@ -31,11 +32,12 @@ def launch(tmp: Path, p: Point, warm_start: bool = True, wait: bool = True):
     cmd = [sys.executable, str(LAUNCHER), "--point", json.dumps(d), "--launch", json.dumps(settings.to_json()),
            "--out", str(out)]
     tmp.mkdir(parents=True, exist_ok=True)
-    log = open(tmp / f"{p.id}.{time.monotonic_ns()}.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    log = tmp / f"{p.id}.{time.monotonic_ns()}.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, **PROGRESS})
     if wait:
         assert proc.wait(timeout=300) == 0
-    return proc, out
+    return proc, out, log
 
 
 def parent_of(pid: int) -> int:
@@ -45,9 +47,9 @@ def parent_of(pid: int) -> int:
 def test_a_forked_trainer_measures_what_a_fresh_one_measures(tmp_path):
     """Same point, same seed, one thread: the loss curves are identical, only the start differs."""
     p = short_point(gpus_per_node=2, threads_per_rank=1)
-    _, out = launch(tmp_path / "warm", p, warm_start=True)
+    _, out, _ = launch(tmp_path / "warm", p, warm_start=True)
     hot = records.read(out, p.id)
-    _, out = launch(tmp_path / "fresh", p, warm_start=False)
+    _, out, _ = launch(tmp_path / "fresh", p, warm_start=False)
     cold = records.read(out, p.id)
     assert hot["status"] == cold["status"] == "ok"
     assert hot["launch"]["started"] == ["warm", "warm"] and cold["launch"]["started"] == ["exec", "exec"]
@@ -59,8 +61,8 @@ def test_a_forked_trainer_measures_what_a_fresh_one_measures(tmp_path):
 
 def test_killing_the_server_ends_its_trainer_and_the_next_point_starts_a_new_server(tmp_path):
     p = long_point(1)
-    proc, out = launch(tmp_path, p, wait=False)
-    rank = wait_training(p)[0]
+    proc, out, log = launch(tmp_path, p, wait=False)
+    rank = wait_training(p, log)[0]
     server = parent_of(rank)
     assert "kan.warm" in Path(f"/proc/{server}/cmdline").read_bytes().decode()
     os.kill(server, signal.SIGKILL)
@@ -69,7 +71,7 @@ def test_killing_the_server_ends_its_trainer_and_the_next_point_starts_a_new_ser
     assert rec["status"] in ("killed", "failed") and "signal 15" in rec["reason"], rec["reason"]
     wait_for(lambda: not ranks_of(p), 10, "the orphaned trainer to die with its server")
     q = short_point(gpus_per_node=1, threads_per_rank=1)
-    _, out = launch(tmp_path, q)
+    _, out, _ = launch(tmp_path, q)
     again = records.read(out, q.id)
     assert again["status"] == "ok" and again["launch"]["started"] == ["warm"]
 

@@ -172,9 +172,8 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
             proc.kill()
             pytest.fail(f"the point never started training: {proc.communicate()[0][-3000:]}")
         subprocess.run(["ip", "-n", "kse-local-n1", "link", "set", "eth0", "down"], check=True)
-        cut = time.monotonic()
-        out, _ = proc.communicate(timeout=300)
-        took = time.monotonic() - cut
+        # ends within the process-group timeout (10 s), fail-fast (10 s), a stop's grace and the teardown
+        proc.communicate(timeout=10 + 10 + 5 + 20)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -184,8 +183,6 @@ def test_link_down_is_recorded_with_its_cause_and_a_rerun_completes(tmp_path_fac
     reason = rec["reason"]
     assert ("node 1 (198.18.1.2, kse-local-n1: eth0 down)" in reason or "imed out" in reason
             or "timeout" in reason.lower()), reason
-    # within the process-group timeout (10 s), fail-fast (10 s), a stop's grace and the teardown
-    assert took < 10 + 10 + 5 + 20, (took, out[-3000:])
     assert leftovers() == []
     # the link is back with the next point's fresh cluster: a re-run measures the point again, ok
     log = snakemake(work, [path], targets=[target]).out

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from waiting import PROGRESS, PROGRESS_LINE, wait_for
 from workflow_runs import job_counts, measured
 
 import workflow_runs
@@ -242,12 +243,18 @@ def _long_study(work: Path, cfg: Path, name: str, epochs: int) -> Path:
 
 
 def _start_and_wait_for_the_point(work: Path, cfg: Path) -> subprocess.Popen:
-    sm = subprocess.Popen(command(work, cfg), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 180
-    while time.monotonic() < end and len(_point_processes(work)) < 3:  # launcher + 2 ranks
-        time.sleep(0.2)
-    assert _point_processes(work), "the point never started"
-    time.sleep(1)  # its ranks are past their start: in the training loop, seconds from its end
+    """snakemake on cfg, once its point's log (rewritten by each run) holds a progress line: the
+    ranks are in the training loop, seconds from its end."""
+    logs = work / "results" / STUDY / "logs"
+    before = {f: f.read_bytes() for f in logs.glob("*.log")}
+
+    def training() -> bool:
+        return any(PROGRESS_LINE in f.read_text() for f in logs.glob("*.log") if f.read_bytes() != before.get(f))
+
+    sm = subprocess.Popen(command(work, cfg), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env={**os.environ, **PROGRESS})
+    wait_for(training, 180, "the point's progress line")
+    assert _point_processes(work), "the point's processes are not in its folder"
     return sm
 
 
@@ -260,12 +267,7 @@ def test_kill_9_then_unlock_rerun_then_sigterm_cancels_and_the_next_run_measures
     sm = _start_and_wait_for_the_point(work, long)
     sm.send_signal(signal.SIGKILL)
     sm.wait()
-    t0 = time.monotonic()
-    while _point_processes(work) and time.monotonic() - t0 < 20:
-        time.sleep(0.1)
-    gone_s = time.monotonic() - t0
-    assert not _point_processes(work), "orphans survived snakemake"
-    assert gone_s < 15
+    wait_for(lambda: not _point_processes(work), 15, "no orphan of snakemake's kill -9 (parent-death signal)")
     # the documented recovery: unlock, then the same command
     rerun = command(work, long)
     locked = subprocess.run(rerun, cwd=work, capture_output=True, text=True, timeout=600)

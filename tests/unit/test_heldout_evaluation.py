@@ -1,11 +1,12 @@
-"""Validation off the clock (issue 22): the held-out curve in the record, its accuracy for a
+"""The trainer's held-out evaluation, off the clock: the held-out curve in the record, its accuracy for a
 classification table, and an evaluation that takes long leaving the step times and the training
 time as they were (it runs between two steps' timers, and its time is counted apart)."""
 
 import json
-import time
 
 import numpy as np
+import pytest
+from fake_clock import on_loop_clock, ticking
 
 from kan import loop, train
 from kan import record as records
@@ -53,22 +54,28 @@ def test_default_records_have_no_validation_curve(tmp_path):
 
 
 def test_a_slow_evaluation_leaves_step_and_training_time_unchanged(tmp_path, monkeypatch):
-    """Not a benchmark: each evaluation sleeps 50 ms, about 20x a step here. Were it inside a timed
-    step, the median step would be >= 50 ms; were it on the training clock, train_time_s would
-    hold the 16 x 50 ms."""
+    """On a clock only the test moves: a training step costs 1 ms, each evaluation 50 ms. Were an
+    evaluation inside a timed step, that step would take 51 ms; were it on the training clock,
+    train_time_s would hold the 16 x 50 ms."""
+    step_s, eval_s = 0.001, 0.05
+    clock = on_loop_clock(monkeypatch)
     real = loop.evaluate
 
     def slow(*args, **kw):
-        time.sleep(0.05)
+        clock.advance(eval_s)
         return real(*args, **kw)
 
     monkeypatch.setattr(loop, "evaluate", slow)
     out = tmp_path / "r.json"
     assert train.main([*SMALL, "--widths=2,8,1", "--eval-every-samples=64", "--comm-probe-every=0",
-                       "--out", str(out)]) == 0
+                       "--out", str(out)], model_factory=ticking(clock, step_s)) == 0
     rec = json.loads(out.read_text())
     n = len(rec["validation"]["curve"])
-    assert n == 16 and rec["validation"]["eval_time_s"] >= 0.05 * n
-    assert rec["timing"]["step_time_s"] < 0.025, rec["timing"]["step_s"]
-    assert rec["timing"]["step_s"]["p90"] < 0.05
-    assert rec["timing"]["train_time_s"] < 0.05 * n, (rec["timing"]["train_time_s"], rec["validation"]["eval_time_s"])
+    assert n == 16 and rec["validation"]["eval_time_s"] == pytest.approx(eval_s * n)
+    assert rec["timing"]["step_time_s"] == pytest.approx(step_s), rec["timing"]["step_s"]
+    assert rec["timing"]["step_s"]["p90"] == pytest.approx(step_s)
+    num_steps = 1024 // 32  # every step of the one epoch, warm-up steps included
+    assert rec["timing"]["train_time_s"] == pytest.approx(step_s * num_steps), rec["timing"]
+    # each evaluation sees the training time so far: one step per 32 samples, no evaluation in it
+    assert [c["train_time_s"] for c in rec["validation"]["curve"]] == pytest.approx(
+        [step_s * c["samples_seen"] / 32 for c in rec["validation"]["curve"]])

@@ -135,15 +135,23 @@ def test_claim_of_another_host_lives_by_its_heartbeat(tmp_path):
 
 
 def test_waiting_for_a_live_claim_ends_when_it_is_released(tmp_path):
+    """The holder is alive when the waiter first looks (it waits, and says so) and ends while it
+    waits: the waiter then takes the claim, long before its 30 s are up."""
     path = tmp_path / "claim.json"
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     c = claims.Claim(token="h", host=claims.new_claim(None, "").host, pid=holder.pid,
                      pid_start=claims.process_start(holder.pid), slurm_job_id=None, started_utc="t")
     path.write_text(json.dumps(c.__dict__))
-    t0 = time.monotonic()
-    assert claims.acquire(path, claims.new_claim(None, "n"), wait_s=30, poll_s=0.1, say=lambda m: None) is None
-    assert 1.0 < time.monotonic() - t0 < 20
-    holder.wait()
+    said, waited = [], []
+
+    def release(message):  # said once the waiter has found the holder live: now the holder ends
+        said.append(message)
+        holder.communicate(timeout=60)
+
+    mine = claims.new_claim(None, "n")
+    assert claims.acquire(path, mine, wait_s=30, poll_s=0.01, say=release, waited=waited) is None
+    assert len(said) == 1 and "waiting for it" in said[0] and [w.token for w in waited] == ["h"]
+    assert claims.holds(path, mine)
 
 
 # ---- failure classification ----

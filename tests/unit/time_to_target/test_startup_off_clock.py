@@ -1,23 +1,22 @@
-"""The fair clock (issue 30, slice 0): one-time start-up costs (numba loading its kernels, thread
+"""The fair clock: one-time start-up costs (numba loading its kernels, thread
 pools, first allocations) are paid on untimed steps whose effect is then undone, so they are
 recorded apart (timing.startup_s) and neither the training time nor the time to a held-out target
 holds them, while no sample is trained for free."""
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from fake_clock import on_loop_clock, ticking
 
 from kan import loop, train
-from kan.models import build_model
 from scaling.tables.heldout import first_reach
 
 SMALL = ["--widths=2,8,2", "--grid-size=5", "--samples=1024", "--epochs=2", "--batch-per-rank=32",
          "--warmup-steps=2", "--device=cpu", "--threads-per-rank=1", "--eval-every-samples=128", "--lr=0.02",
          "--comm-probe-every=0"]
-DELAY_S = 0.6
+STEP_S, DELAY_S = 0.001, 0.6
 
 
 def _table(tmp_path):
@@ -29,29 +28,18 @@ def _table(tmp_path):
     return ["--data-kind=file", f"--data-path={f}", "--data-target=label", "--data-task=classification"]
 
 
-def _slow_first_call(model_cfg, seed):
-    """build_model's module whose first forward in this process sleeps DELAY_S, like a kernel
-    library that loads its compiled code on first use."""
-    model = build_model(model_cfg, seed)
-    state = {"first": True}
-
-    def hook(module, args):
-        if state["first"]:
-            state["first"] = False
-            time.sleep(DELAY_S)
-
-    model.register_forward_pre_hook(hook)
-    return model
-
-
 def _run(tmp_path, name, factory=None, extra=()):
     out = tmp_path / f"{name}.json"
     assert train.main([*SMALL, *_table(tmp_path), *extra, "--out", str(out)], model_factory=factory) == 0
     return json.loads(out.read_text())
 
 
-def test_a_one_time_delay_in_the_first_step_leaves_the_time_to_target_as_it_was(tmp_path):
-    plain, slow = _run(tmp_path, "plain"), _run(tmp_path, "slow", _slow_first_call)
+def test_a_one_time_delay_in_the_first_step_leaves_the_time_to_target_as_it_was(tmp_path, monkeypatch):
+    """On a clock only the test moves (a step costs STEP_S): the first forward of `slow` costs
+    DELAY_S more, like a kernel library that loads its compiled code on first use."""
+    clock = on_loop_clock(monkeypatch)
+    plain = _run(tmp_path, "plain", ticking(clock, STEP_S))
+    slow = _run(tmp_path, "slow", ticking(clock, STEP_S, first_extra_s=DELAY_S))
     curves = [pd.DataFrame(r["validation"]["curve"]) for r in (plain, slow)]
     # the same model at every evaluation: the start-up trained nothing (weights and Adam restored)
     assert [c["val_loss"] for c in plain["validation"]["curve"]] == [c["val_loss"] for c in slow["validation"]["curve"]]
@@ -59,11 +47,12 @@ def test_a_one_time_delay_in_the_first_step_leaves_the_time_to_target_as_it_was(
     target = float(curves[0]["val_loss"].iloc[len(curves[0]) // 2])  # reached halfway through the run
     hits = [first_reach(c, "val_loss", target) for c in curves]
     assert hits[0] is not None and hits[0][1] == hits[1][1]  # same samples to target
-    # the delay is on the start-up, not on the clock: were it counted, slow would be >= DELAY_S later
-    # (plain's own start-up may hold this process's first numba load, so it is not compared)
+    # the delay is on the start-up, not on the clock: were it counted, slow would be DELAY_S later
     assert slow["timing"]["startup_s"] >= DELAY_S
-    assert abs(hits[1][0] - hits[0][0]) < DELAY_S / 3, hits
-    assert slow["timing"]["train_time_s"] < plain["timing"]["train_time_s"] + DELAY_S / 3
+    first_steps = [r["timing"]["startup_parts"]["first_steps"] for r in (plain, slow)]
+    assert first_steps[1] == pytest.approx(first_steps[0] + DELAY_S), first_steps
+    assert hits[1][0] == pytest.approx(hits[0][0]) and hits[0][0] > 0, hits
+    assert slow["timing"]["train_time_s"] == pytest.approx(plain["timing"]["train_time_s"])
     assert slow["timing"]["startup_steps"] == loop.STARTUP_STEPS
 
 
