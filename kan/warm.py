@@ -16,7 +16,7 @@ Who is served (a server runs code as its owner, so it must know who asks):
   parent nobody else can rename it out of). Another user cannot connect, list or squat the name.
 * Every connection's peer credentials (SO_PEERCRED) are checked before a byte is read: a peer
   with another uid is logged and closed. The two layers are independent (tests/distributed/
-  test_warm_security.py breaks each in turn, as uid 65534).
+  test_security.py breaks each in turn, as uid 65534).
 * A request is narrow: the server's own interpreter, `kan.train`'s own flags (parsed before the
   fork; anything else is refused), the per-rank environment keys the launcher sets (REQUEST_ENV)
   and an absolute working directory. Everything else of the trainer's environment is the server's

@@ -21,19 +21,11 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from kan.metrics import cpu_model
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PHONE_WIDTH = 390  # CSS px of a common phone
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def screenshot(page: Path, out: Path, width: int = PHONE_WIDTH, height: int = 2400) -> None:

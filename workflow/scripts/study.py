@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -302,10 +301,7 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         if res.returncode != 0:
             raise RuntimeError(f"the partial report failed:\n{(res.stdout + res.stderr)[-4000:]}")
         out = workdir / "reports" / study / "report.html"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        shutil.copyfile(scratch / target, tmp_out)
-        os.replace(tmp_out, out)
+        write_text(out, (scratch / target).read_text(encoding="utf-8"))
     return out
 
 

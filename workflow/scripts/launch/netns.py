@@ -40,6 +40,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from scaling.common.atomic import write_text
+
 from .claims import process_start
 
 PREFIX = "kse-"
@@ -157,10 +159,7 @@ def owner_alive(state: dict) -> bool:
 
 
 def write_state(name: str, state: dict) -> None:
-    path = _state_path(name)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, path)
+    write_text(_state_path(name), json.dumps(state, indent=1))
 
 
 def set_owner(name: str, pid: int) -> None:

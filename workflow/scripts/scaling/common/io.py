@@ -6,21 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from pathlib import Path
 
 import pandas as pd
 
+from .atomic import write_text  # noqa: F401  (re-exported: the scripts' one import)
+
 TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "anatomy")
 JSON_TABLES = ("fits", "model")
-
-
-def write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> None:

@@ -13,11 +13,11 @@ error. The seed paper's points are drawn only where the first study is comparabl
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from ..common.atomic import write_text
 from ..common.settings import Settings
 from . import plotkit as kit
 from .ddp_plot import plot_ddp
@@ -72,7 +72,5 @@ def plot_figures(tables: dict, folder: str | Path, reference: dict | None, setti
             plt.close("all")
             for k in keys:
                 manifest[k] = {"title": TITLES[k], "missing": f"figure failed: {type(e).__name__}: {e}"}
-    tmp = folder / ".figures.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, folder / "figures.json")
+    write_text(folder / "figures.json", json.dumps(manifest, indent=1))
     return manifest
