@@ -4,7 +4,9 @@
 # Every step runs its script through a quoted shell command (python script.py --in NAME=PATH
 # --param NAME=JSON --out NAME=PATH, scaling/common/io.py step_args), not through `script:`: Snakemake
 # starts a script's interpreter by its unquoted path (snakemake issue 2645), which breaks in a
-# checkout whose path has a space, and .venv lives in the checkout.
+# checkout whose path has a space, and .venv lives in the checkout. The arguments come from two
+# params functions (common.smk): script_io, the rule's named files, and script_params, its values;
+# no rule lists its files a second time in its command.
 
 
 rule write_plan:
@@ -14,12 +16,12 @@ rule write_plan:
         "results/{study}/logs/write_plan.log",
     localrule: True
     params:
-        digest=as_json(POINTS_DIGEST),
+        io=script_io(),
+        args=script_params(digest=lambda wildcards: as_json(POINTS_DIGEST)),
     message:
         "plan {wildcards.study}: every planned point as JSON"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/write_plan.py --param config={STUDY_CONFIG_JSON:q}"
-        " --param digest={params.digest:q} --out points={output.points:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/write_plan.py --param config={STUDY_CONFIG_JSON:q} {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule collect_measurements:
@@ -38,18 +40,12 @@ rule collect_measurements:
         "results/{study}/logs/collect_measurements.log",
     localrule: True
     params:
-        running=get_running_points,
-        repeats=get_repeats,
-        requested=get_last_look_path,
+        io=script_io(records=True),
+        args=script_params(running=get_running_points, repeats=get_repeats, requested=get_last_look_path),
     message:
         "collect {wildcards.study}: one row per point x repeat, loss and held-out curves, all-reduce sweeps"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py --in planned={input.planned:q} --param repeats={params.repeats:q}"
-        " --param requested={params.requested:q}"
-        " --in points_dir=results/{wildcards.study}/points --in benchmarks_dir=results/{wildcards.study}/benchmarks"
-        " --param running={params.running:q} --out measurements={output.measurements:q}"
-        " --out loss_curves={output.loss_curves:q} --out allreduce={output.allreduce:q}"
-        " --out val_curves={output.val_curves:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 # experiments.readiness: each implementation's DDP-readiness verdict from its check point (kan/readiness.py)
@@ -62,11 +58,13 @@ rule ddp_readiness:
     log:
         "results/{study}/logs/ddp_readiness.log",
     localrule: True
+    params:
+        io=script_io(records=True),
+        args=script_params(),
     message:
         "DDP readiness {wildcards.study}: unused parameters, buffers in sync, identical replicas, device placement"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/ddp_readiness.py --in planned={input.planned:q}"
-        " --in points_dir=results/{wildcards.study}/points --out readiness={output.readiness:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/ddp_readiness.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule compute_tables:
@@ -91,17 +89,12 @@ rule compute_tables:
         "results/{study}/logs/compute_tables.log",
     localrule: True
     params:
-        thresholds=get_thresholds,
+        io=script_io(records=True),
+        args=script_params(thresholds=get_thresholds),
     message:
         "tables {wildcards.study}: repeats -> mean, 95% CI; speedup, efficiency, time to target, law fits"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_tables.py --in measurements={input.measurements:q}"
-        " --in loss_curves={input.loss_curves:q} --in allreduce={input.allreduce:q}"
-        " --in val_curves={input.val_curves:q} --in points_dir=results/{wildcards.study}/points --param thresholds={params.thresholds:q}"
-        " --out points={output.points:q} --out strong={output.strong:q} --out weak={output.weak:q}"
-        " --out comm={output.comm:q} --out model_size={output.model_size:q} --out ddp={output.ddp:q}"
-        " --out allreduce_sizes={output.allreduce_sizes:q} --out anatomy={output.anatomy:q} --out fits={output.fits:q}"
-        " --out provenance={output.provenance:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_tables.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule fit_model:
@@ -115,13 +108,12 @@ rule fit_model:
         "results/{study}/logs/fit_model.log",
     localrule: True
     params:
-        thresholds=get_thresholds,
+        io=script_io(),
+        args=script_params(thresholds=get_thresholds),
     message:
         "model {wildcards.study}: compute + alpha-beta comm, leave-one-world-size-out validation, predictions"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/fit_model.py --in measurements={input.measurements:q}"
-        " --in allreduce={input.allreduce:q} --param thresholds={params.thresholds:q}"
-        " --out model={output.model:q} --out holdout={output.holdout:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/fit_model.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule compute_guidelines:
@@ -141,13 +133,9 @@ rule compute_guidelines:
         "results/{study}/logs/compute_guidelines.log",
     localrule: True
     params:
-        thresholds=get_thresholds,
-        critical=get_critical_path,
+        io=script_io(),
+        args=script_params(thresholds=get_thresholds, critical=get_critical_path),
     message:
         "guidelines {wildcards.study}: threshold rules over the tables and the model"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py --in strong={input.strong:q} --in weak={input.weak:q}"
-        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
-        " --in anatomy={input.anatomy:q} --in model={input.model:q} --in holdout={input.holdout:q}"
-        " --param thresholds={params.thresholds:q}"
-        " --param critical={params.critical:q} --out guidelines={output.guidelines:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/compute_guidelines.py {params.io} {params.args} > {log:q} 2>&1"

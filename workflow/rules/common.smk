@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shlex
 import sys
 
 WORKFLOW_DIR = Path(workflow.current_basedir).parent  # workflow/, also when used as a module
@@ -26,6 +27,9 @@ for _warning in plan.config_warnings(config):
     logger.warning(f"{_CONFIG_FILES}: {_warning}")
 
 STUDY = config["study"]
+# the study's records, one file per point: the folder every step that reads records is given
+POINTS_DIR = f"results/{STUDY}/points"
+BENCHMARKS_DIR = f"results/{STUDY}/benchmarks"
 POINTS = plan.build_points(config)  # {id: kan.config.Point}
 # plain globals, not params: params are rerun triggers, and neither the interpreter's path, the
 # checkout's location, the time limits nor snakemake's pid changes what a point measures
@@ -101,14 +105,14 @@ def measured_ids(after_look):
     added its repeats, without those still running as Slurm jobs of an earlier run; in a partial
     report, the points with a record now."""
     if PARTIAL:
-        return [pid for pid in POINTS if pid not in RUNNING and Path(f"results/{STUDY}/points/{pid}.json").exists()]
+        return [pid for pid in POINTS if pid not in RUNNING and Path(f"{POINTS_DIR}/{pid}.json").exists()]
     # a sweep point still running elsewhere: the tuned points wait for a later run's complete sweep
     wait = sweep_running()
     return [pid for pid in requested_ids(after_look) if pid not in RUNNING and not (wait and POINTS[pid].train.tuned)]
 
 
 def records_of(ids):
-    return [f"results/{STUDY}/points/{pid}.json" for pid in ids]
+    return [f"{POINTS_DIR}/{pid}.json" for pid in ids]
 
 
 def get_final_output(wildcards):
@@ -127,13 +131,40 @@ def get_point_records(wildcards):
 def get_point_benchmarks(wildcards):
     if IMPORT:  # no job measured them: no benchmark file
         return []
-    return [f"results/{STUDY}/benchmarks/{pid}.tsv" for pid in measured_ids(LAST_LOOK)]
+    return [f"{BENCHMARKS_DIR}/{pid}.tsv" for pid in measured_ids(LAST_LOOK)]
 
 
 def as_json(value):
     """A param as the JSON text its script's --param reads (sorted keys: the same value gives the
     same text, and Snakemake re-runs a job whose params changed)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def script_io(records=False):
+    """A params function: the rule's files as its script's arguments (scaling/common/io.py step_args),
+    every named input that is one path as --in NAME=PATH (lists of records are the DAG's edges: the
+    scripts find records in their folder), with `records` the points and benchmarks folders as --in
+    points_dir / benchmarks_dir, and every named output as --out NAME=PATH, each shell-quoted. Derived
+    from the files, so Snakemake leaves it out of its params trigger; a changed input re-runs the rule
+    on its own."""
+
+    def io(wildcards, input, output):
+        parts = [f"--in {k}={shlex.quote(str(v))}" for k, v in input.items() if isinstance(v, str)]
+        if records:
+            parts += [
+                f"--in points_dir={shlex.quote(POINTS_DIR)}",
+                f"--in benchmarks_dir={shlex.quote(BENCHMARKS_DIR)}",
+            ]
+        parts += [f"--out {k}={shlex.quote(str(v))}" for k, v in output.items()]
+        return " ".join(parts)
+
+    return io
+
+
+def script_params(**params):
+    """A params function: each of `params` (wildcards -> JSON text) as --param NAME=JSON, shell-quoted;
+    a param of the rule, so a changed value re-runs it."""
+    return lambda wildcards: " ".join(f"--param {k}={shlex.quote(fn(wildcards))}" for k, fn in params.items())
 
 
 def get_running_points(wildcards):
@@ -171,7 +202,7 @@ def get_point_json(wildcards):
 
 
 def get_retry_token(wildcards):
-    path = f"results/{wildcards.study}/points/{wildcards.point}.json"
+    path = f"{POINTS_DIR}/{wildcards.point}.json"
     return plan.retry_token(path, config["rerun_failed"])
 
 
@@ -220,7 +251,7 @@ resource_scopes:
 
 
 def _needs_run(pid):
-    state, _ = plan.record_state(f"results/{STUDY}/points/{pid}.json")
+    state, _ = plan.record_state(f"{POINTS_DIR}/{pid}.json")
     return state in ("missing", "corrupt") or (state != "ok" and config["rerun_failed"])
 
 
@@ -287,7 +318,7 @@ def refresh_report_if_stale():
     if workflow.remote_exec or PARTIAL:
         return
     html = Path(f"reports/{STUDY}/report.html")
-    newest = max((p.stat().st_mtime for p in Path(f"results/{STUDY}/points").glob("*.json")), default=0)
+    newest = max((p.stat().st_mtime for p in Path(POINTS_DIR).glob("*.json")), default=0)
     attempts = max((p.stat().st_mtime for p in Path(f"results/{STUDY}/attempts").glob("*/*/outcome.json")), default=0)
     if html.exists() and html.stat().st_mtime >= max(newest, attempts):
         return

@@ -25,7 +25,7 @@ def get_look_records(wildcards):
 
 
 def get_look_benchmarks(wildcards):
-    return [f"results/{STUDY}/benchmarks/{pid}.tsv" for pid in measured_ids(int(wildcards.k) - 1)]
+    return [f"{BENCHMARKS_DIR}/{pid}.tsv" for pid in measured_ids(int(wildcards.k) - 1)]
 
 
 def get_previous_look(wildcards):

@@ -39,7 +39,7 @@ def get_point_tuning(wildcards):
     rate, so only a point whose rate changed runs again."""
     if not POINTS[wildcards.point].train.tuned:
         return []
-    return [ancient(checkpoints.tune_lr.get(study=STUDY).output.tuning)]
+    return [ancient(checkpoints.tune_lr.get(study=STUDY).output.lr_tuning)]
 
 
 def tuned_point(point):

@@ -19,13 +19,14 @@ checkpoint look:
         "results/{study}/logs/look{k}.log",
     localrule: True
     params:
-        thresholds=get_thresholds,
-        repeats=get_repeats,
-        running=get_running_points,
+        io=script_io(records=True),
+        args=script_params(
+            look=lambda wildcards: wildcards.k,
+            thresholds=get_thresholds,
+            repeats=get_repeats,
+            running=get_running_points,
+        ),
     message:
         "look {wildcards.k} of {wildcards.study}: the guidelines so far; repeats only where one is undecided"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/look.py --in planned={input.planned:q} --in previous={input.previous:q}"
-        " --in points_dir=results/{wildcards.study}/points --in benchmarks_dir=results/{wildcards.study}/benchmarks"
-        " --param look={wildcards.k} --param thresholds={params.thresholds:q} --param repeats={params.repeats:q}"
-        " --param running={params.running:q} --out look={output.look:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/look.py {params.io} {params.args} > {log:q} 2>&1"

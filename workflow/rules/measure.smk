@@ -77,7 +77,7 @@ if IMPORT:
             f"results/{STUDY}/logs/import_records.log",
         localrule: True
         params:
-            points_dir=f"results/{STUDY}/points",
+            points_dir=POINTS_DIR,
         message:
             f"import {STUDY}: one record per point from {IMPORT['path']}"
         shell:

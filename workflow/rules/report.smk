@@ -33,22 +33,18 @@ rule plot_figures:
         "results/{study}/logs/plot_figures.log",
     localrule: True
     params:
-        reference=get_reference_name,
-        thresholds=get_thresholds,
-        study=get_study_name,
-        compare=get_compare_folders,
-        critical=get_critical_path,
+        io=script_io(),
+        args=script_params(
+            reference=get_reference_name,
+            thresholds=get_thresholds,
+            study=get_study_name,
+            compare=get_compare_folders,
+            critical=get_critical_path,
+        ),
     message:
         "figures {wildcards.study}: speedup, efficiency, loss curves, held-out curves, weak, comm, all-reduce, model size"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py --in strong={input.strong:q} --in weak={input.weak:q}"
-        " --in comm={input.comm:q} --in model_size={input.model_size:q} --in ddp={input.ddp:q}"
-        " --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q} --in loss_curves={input.loss_curves:q}"
-        " --in val_curves={input.val_curves:q} --in model={input.model:q} --in guidelines={input.guidelines:q}"
-        " --param reference={params.reference:q}"
-        " --param thresholds={params.thresholds:q} --param study={params.study:q}"
-        " --param compare={params.compare:q} --param critical={params.critical:q} --out plots={output.plots:q}"
-        " > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/plot_figures.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule evaluate_expectations:
@@ -70,14 +66,12 @@ rule evaluate_expectations:
         "results/{study}/logs/evaluate_expectations.log",
     localrule: True
     params:
-        expect=get_expectations,
+        io=script_io(),
+        args=script_params(expect=get_expectations),
     message:
         "expectations {wildcards.study}: report.expect -> pass / fail / inconclusive / not measured"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/evaluate_expectations.py --in strong={input.strong:q} --in weak={input.weak:q}"
-        " --in comm={input.comm:q} --in model_size={input.model_size:q}"
-        " --in allreduce_sizes={input.allreduce_sizes:q} --in model={input.model:q}"
-        " --param expect={params.expect:q} --out expectations={output.expectations:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/evaluate_expectations.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 rule render_report:
@@ -111,23 +105,19 @@ rule render_report:
         "results/{study}/logs/render_report.log",
     localrule: True
     params:
-        config=get_config_json,
-        reference=get_reference_name,
-        compare=get_compare_folders,
-        looks=get_last_look_path,
-        tuning=get_tuning_path,
-        critical=get_critical_path,
-        readiness=get_readiness_path,
+        io=script_io(),
+        args=script_params(
+            config=get_config_json,
+            reference=get_reference_name,
+            compare=get_compare_folders,
+            looks=get_last_look_path,
+            tuning=get_tuning_path,
+            critical=get_critical_path,
+            readiness=get_readiness_path,
+        ),
+        # not the script's: the template's content, so editing it re-renders the report
         template=get_template_digest,
     message:
         "report {wildcards.study}: reports/{wildcards.study}/report.html"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/render_report.py --in points={input.points:q} --in strong={input.strong:q}"
-        " --in weak={input.weak:q} --in comm={input.comm:q} --in model_size={input.model_size:q}"
-        " --in ddp={input.ddp:q} --in allreduce_sizes={input.allreduce_sizes:q} --in anatomy={input.anatomy:q}"
-        " --in fits={input.fits:q} --in model={input.model:q}"
-        " --in provenance={input.provenance:q} --in figures={input.figures:q} --in guidelines={input.guidelines:q}"
-        " --in expectations={input.expectations:q} --param config={params.config:q}"
-        " --param reference={params.reference:q} --param compare={params.compare:q} --param looks={params.looks:q}"
-        " --param tuning={params.tuning:q} --param critical={params.critical:q}"
-        " --param readiness={params.readiness:q} --out report={output.report:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/render_report.py {params.io} {params.args} > {log:q} 2>&1"

@@ -6,20 +6,17 @@ checkpoint tune_lr:
     input:
         records=get_sweep_records,
     output:
-        tuning="results/{study}/lr_tuning.json",
+        lr_tuning="results/{study}/lr_tuning.json",
     log:
         "results/{study}/logs/tune_lr.log",
     localrule: True
     params:
-        ids=get_sweep_ids,
-        candidates=get_lr_candidates,
-        target=get_lr_target,
+        io=script_io(records=True),
+        args=script_params(ids=get_sweep_ids, candidates=get_lr_candidates, target=get_lr_target),
     message:
         "tune {wildcards.study}: each implementation's rate from the lr sweep"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/tune_lr.py --in points_dir=results/{wildcards.study}/points"
-        " --param ids={params.ids:q} --param candidates={params.candidates:q} --param target={params.target:q}"
-        " --out lr_tuning={output.tuning:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/tune_lr.py {params.io} {params.args} > {log:q} 2>&1"
 
 
 # experiments.batch: each model's critical batch from the held-out curves (scaling/tables/critical.py)
@@ -32,12 +29,13 @@ rule critical_batch:
         "results/{study}/logs/critical_batch.log",
     localrule: True
     params:
-        target=get_lr_target,
-        resamples=lambda wildcards: as_json(config["report"]["bootstrap_samples"]),
-        level=lambda wildcards: as_json(REPEATS.level),
+        io=script_io(),
+        args=script_params(
+            target=get_lr_target,
+            resamples=lambda wildcards: as_json(config["report"]["bootstrap_samples"]),
+            level=lambda wildcards: as_json(REPEATS.level),
+        ),
     message:
         "critical batch {wildcards.study}: samples to the held-out target against the global batch"
     shell:
-        "{PYTHON:q} {SCRIPTS_DIR:q}/critical_batch.py --in val_curves={input.val_curves:q}"
-        " --param target={params.target:q} --param resamples={params.resamples:q} --param level={params.level:q}"
-        " --out critical_batch={output.critical_batch:q} > {log:q} 2>&1"
+        "{PYTHON:q} {SCRIPTS_DIR:q}/critical_batch.py {params.io} {params.args} > {log:q} 2>&1"
