@@ -38,7 +38,7 @@ def fit_compute(rows: pd.DataFrame, curve: dict[int, float] | None = None) -> di
     rows = rows.assign(compute_s=compute_times(rows))
     rows = rows[rows["compute_s"] > 0]
     if rows.empty:
-        raise NotFitted("no DDP point with a no_sync step time")
+        raise NotFitted("no DDP point with a no_sync step time, nor a one-rank run without DDP in its place")
     b = rows["batch_per_rank"].to_numpy(float)
     P = rows["num_params"].to_numpy(float)
     y = (rows["compute_s"].to_numpy(float) / rows["oversub"].to_numpy(float)

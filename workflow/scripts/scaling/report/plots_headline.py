@@ -32,7 +32,11 @@ def formula(model_json: dict | None, model: str, cls: str) -> str:
         parts.append(f"{c0 * 1e3:.2g} ms")
     if per_sample:
         parts.append(f"{per_sample * 1e6:.2g} µs·b")
-    exposure = ((((m.get("placements") or {}).get(cls) or {}).get("comm") or {}).get("exposure") or {}).get("value")
+    comm = ((m.get("placements") or {}).get(cls) or {}).get("comm") or {}
+    fixed = (comm.get("ddp_fixed_s") or {}).get("value")
+    if fixed:  # the per-step DDP cost of runs without a no_sync probe (model/fit.py)
+        parts.append(f"{fixed * 1e3:.2g} ms DDP")
+    exposure = (comm.get("exposure") or {}).get("value")
     if exposure:
         parts.append(f"{exposure:.2g} × all-reduce(p)")
     return " + ".join(parts) or "not fitted"

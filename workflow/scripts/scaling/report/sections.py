@@ -189,9 +189,12 @@ def model_sections(model_json: dict | None) -> list[dict]:
                 c = e["comm"]
                 beta = c["beta_s_per_byte"]
                 bw = f"; 1/β = {1 / beta['value'] / 1e9:.3g} GB/s" if beta["value"] > 0 else ""
-                entry["comm"] = (", ".join([_param_text("α", c["alpha_s"], 1e6, " µs"),
-                                            _param_text("β", beta, 1e9, " ns/byte"),
-                                            _param_text("exposure", c["exposure"])]) + bw + f" (from {c['source']})")
+                # d: the per-step DDP cost of a model never probed (imported runs; model/fit.py)
+                fixed = [_param_text("DDP per step d", c["ddp_fixed_s"], 1e3, " ms")] if "ddp_fixed_s" in c else []
+                entry["comm"] = (", ".join(fixed + [_param_text("α", c["alpha_s"], 1e6, " µs"),
+                                                    _param_text("β", beta, 1e9, " ns/byte"),
+                                                    _param_text("exposure", c["exposure"])]) + bw
+                                 + f" (from {c['source']})")
             v = e.get("validation") or {}
             if v:
                 entry["validation"] = (f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = "
