@@ -60,7 +60,7 @@ def mem_kind_label(kind: str, table: bool = False) -> str:
 
 NUMERIC = [
     "nodes", "gpus_per_node", "world_size", "hidden_width", "grid_size", "spline_order", "epochs",
-    "batch_per_rank", "global_batch", "samples", "rep", "num_params", "step_time_s", "nosync_step_time_s",
+    "batch_per_rank", "global_batch", "samples", "lr", "lr_effective", "rep", "num_params", "step_time_s", "nosync_step_time_s",
     "exposed_comm_s", "exposed_comm_pct", "samples_per_s", "samples_per_s_per_rank", "epoch_time_s",
     "train_time_s", "peak_mem_bytes", "peak_mem_gib", "baseline_rss_bytes", "weights_bytes", "grads_bytes",
     "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts", "link_mbit", "link_tcp_mbit", "link_rtt_us",

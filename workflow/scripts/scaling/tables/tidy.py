@@ -20,17 +20,19 @@ import pandas as pd
 
 from kan import factory
 from kan import record as records
-from kan.config import Point
+from kan.config import Point, PointError
 from kan.data_config import DataConfig
 
 from ..common.columns import (ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class,
                               startup_columns)
 
-# every column measurements.csv has, in order; units are in the names
+# every column measurements.csv has, in order; units are in the names. lr and lr_effective are named
+# as in the point (training.lr, Point.lr_effective) and the record's optimizer section: the rate at
+# the reference batch (a tuned point's: the sweep's choice) and the rate the point trained at
 COLUMNS = [
     "point_id", "family", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
     "spline_order", "nodes", "gpus_per_node", "world_size", "placement", "placement_class", "ddp",
-    "batch_per_rank", "global_batch", "samples", "epochs", "rep", "status", "reason", "backend", "device_type",
+    "batch_per_rank", "global_batch", "samples", "epochs", "lr", "lr_effective", "rep", "status", "reason", "backend", "device_type",
     "launcher", "num_params", "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s",
     "exposed_comm_s", "exposed_comm_pct", "flat_allreduce_s", "bucket_cap_mb", "num_buckets", "samples_per_s",
     "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
@@ -113,6 +115,24 @@ def _get(d: dict | None, *keys):
     return d
 
 
+def rates(planned: Point, record: dict | None) -> dict:
+    """lr and lr_effective of a row: what the trainer says it trained at (its record's optimizer
+    section), else what the point it was given says (the record's point, else the planned point);
+    none for an all-reduce point and for a tuned point that has not been given its rate."""
+    opt = _get(record, "optimizer") or {}
+    if opt.get("lr") is not None:
+        return {"lr": opt["lr"], "lr_effective": opt.get("lr_effective")}
+    pt = planned
+    if isinstance(_get(record, "point", "train"), dict):  # the point the trainer was given
+        try:
+            pt = Point.from_json(record["point"])
+        except PointError:  # one this version cannot read: the plan's
+            pass
+    if pt.allreduce is not None or pt.train.lr is None or (pt is planned and pt.train.tuned):
+        return {"lr": None, "lr_effective": None}
+    return {"lr": pt.train.lr, "lr_effective": pt.lr_effective}
+
+
 def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = None,
              job_wall_s: float | None = None) -> dict:
     """One row: the planned point's parameters (Point.to_json()), then what its record measured."""
@@ -140,6 +160,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
         "threads_per_rank": p.get("threads_per_rank", 1), "link_mbit": p.get("link_mbit") or 0.0,
         "status": state, "reason": reason, "job_wall_s": job_wall_s,
+        **rates(pt, record),
     })
     rec = record or {}
     prov = rec.get("provenance") or {}
