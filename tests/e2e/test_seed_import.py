@@ -34,7 +34,8 @@ def test_seed_runs_imported_and_analysed(tmp_path):
 
     html = (work / "reports" / STUDY / "report.html").read_text()
     answer = html[html.index('<section id="answer"'):html.index("</section>", html.index('<section id="answer"'))]
-    assert "were imported from workflow/report/reference/seed-paper-a100-runs" in answer
+    assert "runs were imported from workflow/report/reference/seed-paper-a100-runs" in answer
+    assert "not communication" in answer and "global batch grows with the ranks" in answer
     assert "not measured by kanscale" in answer and "repeats (one run per point)" in answer
 
     again = snakemake(work, ["config/seed-paper-import.yaml", "study.yaml"], timeout=300)

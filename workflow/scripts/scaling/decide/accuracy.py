@@ -52,7 +52,8 @@ def _ratio_text(x: dict, label: str) -> str:
 def _goal(t: pd.DataFrame) -> str:
     metric = str(t["target_metric"].dropna().iloc[0]) if t["target_metric"].notna().any() else "held-out metric"
     if metric == TRAIN_LOSS:
-        return f"training loss ≤ {float(t['target_value'].dropna().iloc[0]):.4g} (training loss: no held-out set)"
+        return (f"training loss ≤ {float(t['target_value'].dropna().iloc[0]):.4g} (report.target_loss; training loss: "
+                f"the runs have no held-out set)")
     way = "≤" if metric == "val_loss" else "≥"
     return f"{metric} {way} {float(t['target_value'].dropna().iloc[0]):.4g}"
 

@@ -242,6 +242,24 @@ def to_target(g: dict | None, device: str) -> dict | None:
             "status": g["status"], "settle": g.get("settle")}
 
 
+def _sooner_why(rec: dict, ws: int, device: str) -> str | None:
+    """Why the target comes sooner at `ws` ranks although the model puts the configured work faster
+    elsewhere: both numbers, and, at a fixed per-rank batch, the global batch that grows with the ranks."""
+    fast, here = rec.get("fastest") or {}, rec.get("cheapest") or {}
+    work = rec.get("work") or {}
+    if not fast or int(here.get("world_size", -1)) != ws or not work:
+        return None
+    tf, th = fast.get("time_s") or {}, here.get("time_s") or {}
+    text = (f"per step more ranks still pay: {where_text(int(fast['world_size']), device=device)} would finish the "
+            f"configured {work['samples']:,} samples × {work['epochs']} epochs in "
+            f"{seconds(tf.get('value'), tf.get('lo'), tf.get('hi'))} against "
+            f"{seconds(th.get('value'), th.get('lo'), th.get('hi'))} here (predicted)")
+    if work.get("batch_rule") == "fixed per-rank batch":
+        text += (", but at a fixed batch per rank the global batch grows with the ranks: each epoch takes fewer "
+                 "optimizer steps at the same rate, and the target takes more epochs")
+    return text
+
+
 def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dict]:
     """One entry per model the performance model placed: the sentence's parts and the table's row.
     With a held-out target, where to run is where the model reached it soonest (measured), else
@@ -275,6 +293,9 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
                            _next_step_why(strong, model, ws, device),
                            _without_ddp(strong, model, ws),
                            _bound_why(_guideline(guidelines, f"step-bound-{model}"), ws)) if w]
+        if soon and ws != int(pick["world_size"]):
+            # the step-speed reasons point to more ranks; say why the target still comes sooner here
+            why = [w for w in (_sooner_why(rec, ws, device), _without_ddp(strong, model, ws)) if w]
         why = joined(why)
         batch = work.get("global_batch") if work.get("batch_rule") == "fixed global batch" else work.get("batch_per_rank")
         # the crossover says when a second rank beats one: what would change an answer of one rank
@@ -366,8 +387,8 @@ def placement_text(provenance: dict | None) -> str:
     imp = prov.get("imported")
     if imp:
         cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
-        return (f"{', '.join(imp['hardware']) or 'hardware not stated'}, elsewhere: {imp['num_records']} of these runs "
-                f"were imported from {', '.join(imp['paths'])}{cited}, not measured by kanscale. The analysis "
+        return (f"{', '.join(imp['hardware']) or 'hardware not stated'}, elsewhere: {imp['num_records']} runs were "
+                f"imported from {', '.join(imp['paths'])}{cited}, not measured by kanscale. The analysis "
                 f"could not use what they lack: {'; '.join(imp['lacks'])}")
     hosts = prov.get("hostnames") or []
     devices = prov.get("device_names") or prov.get("device_types") or []
@@ -393,6 +414,9 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
     versus = comparison(guidelines, device)
     items = [versus] if versus else []
     items += [{"status": a["status"], "text": sentence(a), "settle": a["settle"]} for a in answers]
+    # a DDP overhead that is not communication changes what to do about it: said here, not only in its section
+    items += [{"status": g["status"], "text": g["text"], "settle": None} for g in guidelines
+              if g["id"].startswith("overhead-not-comm-") and g["status"] == "advice"]
     if not items:
         items = [{"status": "not_enough_data", "settle": None,
                   "text": "No answer yet: the study has no strong-scaling points the performance model could "

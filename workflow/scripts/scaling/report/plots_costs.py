@@ -172,6 +172,6 @@ def plot_model_size(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | Non
         cap = ("Hidden-width sweep at a fixed placement, 95% CI over repeats; w = hidden width. "
                + ("Peak memory: CPU runs report the process's peak RSS (it includes the Python/torch runtime); CUDA "
                   "runs the allocator's peak. " if name == "model_size_memory" else "")
-               + overlay_note("model_size", check))
+               + (overlay_note("model_size", check) if ref is not None else ""))
         out[name] = entry(fig, ax, folder, name, ylabel, title, cap, cut)
     return out

@@ -24,7 +24,7 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     check = comparable("strong", studies[0]["tables"].get("strong"))
     ref = ref if check["comparable"] and ref is not None and have[0][0] == 0 else None
     ref_style = {**REF_STYLE, "label": overlay_label(check) if ref is not None else REFERENCE_LABEL}
-    cap_tail = model_caption(studies) + " " + overlay_note("strong", check)
+    cap_tail = model_caption(studies) + " " + (overlay_note("strong", check) if ref is not None else "")
     st = st.within([t for _, t in have])
     out = {}
     base = min(t["baseline_world_size"].min() for _, t in have)
@@ -143,5 +143,5 @@ def plot_weak(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, fol
     out["weak_efficiency"] = entry(
         fig, ax, folder, "weak_efficiency", "weak efficiency vs DDP baseline (%)", "Weak scaling: efficiency (95% CI)",
         "Per-rank throughput relative to the DDP baseline (100% there by definition, no interval). "
-        + overlay_note("weak", check), cut)
+        + (overlay_note("weak", check) if ref is not None else ""), cut)
     return out

@@ -129,16 +129,22 @@ def ratio_columns(t: pd.DataFrame, i, name: str, num, den, scale: float = 1.0, l
 
 
 def baselines(sub: pd.DataFrame, model: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """(ok rows of the DDP baseline = the smallest DDP world size with an ok repeat, on a tie the fewest
-    nodes; ok rows of the non-DDP world-1 point), either None when not measured."""
+    """(ok rows of the baseline = the smallest DDP world size with an ok repeat, on a tie the fewest
+    nodes; ok rows of the non-DDP world-1 point), either None when not measured. With no DDP point at
+    one rank but a one-rank run without DDP (runs imported from elsewhere: the seed paper ran its one
+    GPU without DDP), that run is the baseline: a speedup over 2 DDP ranks would hide what DDP costs,
+    and the performance model's efficiency starts at one rank too."""
     ok = sub[(sub["model"] == model) & (sub["status"] == "ok")]
     ddp = ok[ok["ddp"].astype(bool)]
+    plain = ok[~ok["ddp"].astype(bool) & (ok["world_size"] == 1)]
+    plain = plain if not plain.empty else None
     base = None
     if not ddp.empty:
         first = ddp.sort_values(["world_size", "nodes"]).iloc[0]
         base = ddp[(ddp["world_size"] == first["world_size"]) & (ddp["nodes"] == first["nodes"])]
-    plain = ok[~ok["ddp"].astype(bool) & (ok["world_size"] == 1)]
-    return base, (plain if not plain.empty else None)
+    if plain is not None and (base is None or int(base["world_size"].iloc[0]) > 1):
+        base = plain
+    return base, plain
 
 
 def exact_at_baseline(t: pd.DataFrame, i, names: tuple[str, ...]) -> None:

@@ -44,8 +44,9 @@ def karp_flatt_note(e: float) -> str:
 
 
 def _is_baseline(t: pd.DataFrame, i, base: pd.DataFrame | None) -> bool:
-    """Whether row i is the DDP baseline configuration itself."""
-    if base is None or not bool(t.at[i, "ddp"]):
+    """Whether row i is the baseline configuration itself (DDP, or the one-rank run without DDP where
+    no DDP point ran at one rank: aggregate.baselines)."""
+    if base is None or bool(t.at[i, "ddp"]) != bool(base["ddp"].iloc[0]):
         return False
     return (t.at[i, "world_size"] == base["world_size"].iloc[0]) and (t.at[i, "nodes"] == base["nodes"].iloc[0])
 
