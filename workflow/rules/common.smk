@@ -196,7 +196,7 @@ def get_point_json(wildcards):
     """The point for the launcher; limits are left out: they bound the plan, not the measurement,
     and a param change would re-run the point."""
     point = POINTS[wildcards.point]
-    point = (tuned_point(point) if point.train.tuned else point).to_json()  # lr: tuned: the sweep's choice
+    point = tuned_point(point).to_json()  # lr: tuned: the sweep's choice
     point.pop("limits")
     return json.dumps(point, separators=(",", ":"))
 
@@ -287,45 +287,22 @@ def get_pack(wildcards):
     return _PACK_OF.get(wildcards.point) if form_packs() else None
 
 
-# What snakemake's own handlers leave undone (Snakefile: onstart, onsuccess, onerror).
+# What snakemake's own handlers leave undone (Snakefile: onstart, onsuccess, onerror); the logic is
+# in launch/claims.py and study.py, where it is tested.
 def forward_sigterm_to_points():
-    """snakemake stops gracefully on SIGTERM: it waits for running jobs. A point can run for hours,
-    so forward the signal to the launchers this snakemake started (their claims name it); each then
-    stops its ranks and records the point as cancelled."""
-    import signal
-    import socket
-
-    if workflow.remote_exec:
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum, frame):
-        for _, claim in claims.live_claims(Path(f"results/{STUDY}/attempts")):
-            if claim.watch_pid == SNAKEMAKE_PID and claim.host == socket.gethostname():
-                try:
-                    os.kill(claim.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        if callable(previous):
-            previous(signum, frame)
-
-    signal.signal(signal.SIGTERM, handler)
+    if not workflow.remote_exec:
+        claims.forward_sigterm(Path(f"results/{STUDY}/attempts"), SNAKEMAKE_PID)
 
 
 def refresh_report_if_stale():
-    """After a run that did not finish the report (a failed or cancelled point, a stopped run), the
-    old report would show the old state: render one from the records that exist now instead."""
     if workflow.remote_exec or PARTIAL:
-        return
-    html = Path(f"reports/{STUDY}/report.html")
-    newest = max((p.stat().st_mtime for p in Path(POINTS_DIR).glob("*.json")), default=0)
-    attempts = max((p.stat().st_mtime for p in Path(f"results/{STUDY}/attempts").glob("*/*/outcome.json")), default=0)
-    if html.exists() and html.stat().st_mtime >= max(newest, attempts):
         return
     import study
 
     try:
-        out = study.render_partial(config)
-        logger.warning(f"the study did not finish: {out} now shows the records that exist (make status: what is left)")
+        out = study.refresh_if_stale(config)
     except Exception as e:  # the run's own error is the one to report
         logger.warning(f"could not render the partial report: {e}")
+        return
+    if out is not None:
+        logger.warning(f"the study did not finish: {out} now shows the records that exist (make status: what is left)")

@@ -270,6 +270,20 @@ def cmd_status(args) -> int:
 
 # ---- report -------------------------------------------------------------------------------------
 
+def refresh_if_stale(cfg: dict, workdir: Path = Path(".")) -> Path | None:
+    """After a run that did not finish the report (a failed or cancelled point, a stopped run), the
+    old report would show the old state: the report rendered from the records that exist now (its
+    path), or None when it is newer than every record and attempt outcome."""
+    study = cfg["study"]
+    html = workdir / "reports" / study / "report.html"
+    results = workdir / "results" / study
+    newest = max((p.stat().st_mtime for p in (results / "points").glob("*.json")), default=0)
+    attempts = max((p.stat().st_mtime for p in (results / "attempts").glob("*/*/outcome.json")), default=0)
+    if html.exists() and html.stat().st_mtime >= max(newest, attempts):
+        return None
+    return render_partial(cfg, workdir)
+
+
 def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> Path:
     """reports/<study>/report.html from the records that exist now (see the module docstring)."""
     study = cfg["study"]

@@ -169,3 +169,25 @@ class Heartbeat:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
+
+
+def forward_sigterm(attempts: Path, watch_pid: int) -> None:
+    """Install a SIGTERM handler that passes the signal on to the launchers `watch_pid` (a snakemake)
+    started on this host (their claims under `attempts` name it), then to the previous handler.
+    snakemake stops gracefully on SIGTERM: it waits for running jobs, and a point can run for hours;
+    each launcher told instead stops its ranks and records its point as cancelled."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum, frame):
+        for _, claim in live_claims(attempts):
+            if claim.watch_pid == watch_pid and claim.host == socket.gethostname():
+                try:
+                    os.kill(claim.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, handler)
