@@ -54,7 +54,12 @@ class TrainConfig:
         "data set size, all ranks together", "samples", lo=1, limit="max_samples"))
     epochs: int = field(default=40, metadata=meta("passes over the data set", lo=1, limit="max_epochs"))
     batch_per_rank: int = field(default=512, metadata=meta("mini-batch per rank", "samples", lo=1))
-    lr: float = field(default=1e-3, metadata=meta("Adam learning rate", gt=0.0))
+    # None only on a tuned point (lr_tuned_from) before the sweep has chosen its rate: such a point
+    # cannot be trained (Point.to_argv refuses it); the workflow gives it the chosen rate
+    # (workflow/scripts/launch/tuned.py) before its launcher starts. Annotated float: the flag parser
+    # and the field checks (kan/fields.py) read a set rate, and TrainConfig.checkable stands one in
+    lr: float = field(default=1e-3, metadata=meta(
+        "Adam learning rate (a tuned point: unset until the lr sweep has chosen it)", gt=0.0))
     noise: float = field(default=0.01, metadata=meta("std of the label noise", lo=0.0))
     seed: int = field(default=0, metadata=meta("seed of data, shuffling and initial weights", lo=0, hi=MAX_SEED))
     max_steps: int = field(default=0, metadata=meta("cap on training steps (0 = none); for smoke tests", lo=0))
@@ -97,15 +102,21 @@ class TrainConfig:
     lr_warmup_samples: int = field(default=0, metadata=meta(
         "the rate ramps linearly from ~0 to the scaled rate over this many samples seen by all ranks "
         "(0 = no ramp)", "samples", lo=0))
-    # training.lr: tuned: the point trains at the rate the one-rank sweep chose from these (lr_tuning.json),
-    # and its id hashes them instead of lr (unknown when the study is planned); empty = lr as given
-    lr_candidates: tuple[float, ...] = field(default=(), metadata=meta(
+    # training.lr: tuned: where this point's rate comes from, the grid of the config's
+    # training.lr_candidates that the one-rank sweep chose from (lr_tuning.json); its id hashes them
+    # instead of lr (unknown when the study is planned); empty = lr as given
+    lr_tuned_from: tuple[float, ...] = field(default=(), metadata=meta(
         "the rates lr was tuned from (empty = not tuned; set by the plan for training.lr: tuned)", gt=0.0))
 
     def __post_init__(self) -> None:
-        c = self.lr_candidates  # 1 in YAML and 1.0 on the command line: one float, one id
+        c = self.lr_tuned_from  # 1 in YAML and 1.0 on the command line: one float, one id
         if isinstance(c, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in c):
-            object.__setattr__(self, "lr_candidates", tuple(float(x) for x in c))
+            object.__setattr__(self, "lr_tuned_from", tuple(float(x) for x in c))
+        if self.lr is None:  # a tuned point before its rate is chosen: checked as the same point at a rate
+            if not self.tuned:
+                raise PointError("training.lr", "is unset; only a tuned point (training.lr: tuned) waits for its rate")
+            self.checkable()
+            return
         validate(self, "training.", None)
         if self.comm_probe_every == 1:
             raise PointError("training.comm_probe_every",
@@ -113,6 +124,11 @@ class TrainConfig:
         if not self.ddp and {k: v for k, v in self.changed_ddp_settings().items() if k != "cuda_graphs"}:
             raise PointError("training.comm_hook",
                              f"the non-DDP baseline has no DDP settings: {self.changed_ddp_settings()}")
+
+    def checkable(self) -> TrainConfig:
+        """This config, or where its rate is unset (a tuned point before the sweep has chosen), the
+        same at the default rate: every other field is checked as a set rate would have it."""
+        return self if self.lr is not None else dataclasses.replace(self, lr=default(TrainConfig, "lr"))
 
     def changed_ddp_settings(self) -> dict:
         """DDP's own settings that differ from their defaults (what the ddp experiment varies)."""
@@ -151,19 +167,24 @@ class TrainConfig:
         for k in LR_SETTINGS:  # likewise the rate's rule at its defaults
             if d[k] == default(TrainConfig, k):
                 d.pop(k)
-        d.pop("lr" if self.lr_candidates else "lr_candidates")  # tuned: the candidates name the rate
+        d.pop("lr" if self.tuned else "lr_tuned_from")  # tuned: the candidates name the rate
         return d
 
     @property
     def tuned(self) -> bool:
-        return bool(self.lr_candidates)
+        """Whether this point trains at the rate the lr sweep chooses (training.lr: tuned): the one
+        test of "tuned" for a point, wherever it is asked."""
+        return bool(self.lr_tuned_from)
 
 
 DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
                 "nccl_algo", "cuda_graphs")
 LR_SETTINGS = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples")
 # TrainConfig fields in a point's JSON and command line only where its id's hash has them
-OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS, "lr_candidates")
+OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS, "lr_tuned_from")
+# the name the id's hash gives lr_tuned_from: the field's name before it was renamed, so every tuned
+# point keeps its id (and its records)
+TUNED_FROM_HASH_KEY = "lr_candidates"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,6 +271,7 @@ class Point:
         for name in ("model", "train", "placement", "allreduce"):
             sub = getattr(self, name)
             if sub is not None:
+                sub = sub.checkable() if name == "train" else sub
                 validate(sub, f"{'training' if name == 'train' else name}.", self.limits)
         self.data.check_widths(self.model.widths)
         if (self.experiment == "allreduce") != (self.allreduce is not None):
@@ -273,10 +295,12 @@ class Point:
         return self.model.label + (f" on {self.data.label}" if self.data.measured() else "")
 
     @property
-    def lr_effective(self) -> float:
+    def lr_effective(self) -> float | None:
         """The rate this point trains with after its warm-up: training.lr scaled to its global batch
-        (kan/lr.py)."""
+        (kan/lr.py); None while a tuned point's rate is unset."""
         t = self.train
+        if t.lr is None:
+            return None
         return scaled_lr(t.lr, t.lr_scaling, t.batch_per_rank * self.placement.world_size, t.lr_reference_batch)
 
     def _check_steps(self) -> None:
@@ -312,6 +336,8 @@ class Point:
         else:
             d["model"] = self.model.measured()
             d["train"] = self.train.measured()
+            if "lr_tuned_from" in d["train"]:
+                d["train"][TUNED_FROM_HASH_KEY] = d["train"].pop("lr_tuned_from")
             if self.data.measured():  # the default data are left out: old points keep their ids
                 d["data"] = self.data.measured()
         return d
@@ -375,6 +401,8 @@ class Point:
             if sub is not None and v is not None:
                 if not isinstance(v, dict):
                     raise PointError(f.name, f"must be a mapping, got {v!r}")
+                if f.name == "train" and TUNED_FROM_HASH_KEY in v:  # a record from before the rename
+                    v = {("lr_tuned_from" if k == TUNED_FROM_HASH_KEY else k): x for k, x in v.items()}
                 v = from_dict(sub, v, SECTION[f.name])
             kw[f.name] = v
         if d:
@@ -383,7 +411,11 @@ class Point:
 
     # ---- CLI ----
     def to_argv(self) -> list[str]:
-        """`python -m kan.train` flags for this point (parsed back by point_from_args)."""
+        """`python -m kan.train` flags for this point (parsed back by point_from_args); a tuned point
+        whose rate is unset has none: PointError."""
+        if self.allreduce is None and self.train.lr is None:
+            raise PointError("training.lr", f"{self.id} is tuned and its rate unset: the lr sweep chose none for "
+                                            f"{self.tuning_key} yet (results/{self.study}/lr_tuning.json)")
         argv = [f"--study={self.study}", f"--experiment={self.experiment}", f"--rep={self.rep}"]
         for name in ("model", "train", "placement", "allreduce", "data"):
             sub = getattr(self, name)
@@ -395,7 +427,7 @@ class Point:
                     continue  # the default data: the command line of every older point stays as it was
                 if name == "model" and f.name == "impl_sha256" and not v:
                     continue
-                if name == "train" and f.name in (*LR_SETTINGS, "lr_candidates") and f.name not in self.train.measured():
+                if name == "train" and f.name in (*LR_SETTINGS, "lr_tuned_from") and f.name not in self.train.measured():
                     continue  # likewise the rate's rule at its defaults
                 if isinstance(v, bool):
                     argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")

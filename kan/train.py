@@ -78,6 +78,8 @@ def parse(argv: list[str] | None = None) -> tuple[Point, argparse.Namespace]:
         point = point_from_args(args)
     except PointError as e:
         parser.error(f"argument {e.flag}: {e.message}")
+    if point.train.tuned and args.train__lr is None:  # never a made-up rate: the default is no tuned rate
+        parser.error("argument --lr: a tuned point (--lr-tuned-from) trains at the rate its lr sweep chose: give it")
     for name in ("pg_timeout_s", "progress_every_s", "inject_comm_delay_ms"):
         v = getattr(args, name)
         if not math.isfinite(v) or v < 0 or (name == "pg_timeout_s" and v == 0):

@@ -6,6 +6,7 @@ no tuned point, and a sweep whose choice changed re-runs exactly that implementa
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import workflow_runs
 from model_names import stray_names
@@ -52,7 +53,8 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     batch = {pid: r for pid, r in recs.items() if pid.startswith("batch-")}
     assert len(sweep) == 6 and len(tuned) == 4 and len(batch) == 6 and all(r["status"] == "ok" for r in recs.values())
     # the batch points train at the tuned rate too; the critical batch has a verdict per model
-    assert all(r["optimizer"]["lr_tuned"] for r in batch.values())
+    assert all(r["point"]["train"]["lr_tuned_from"] == CANDS and r["point"]["train"]["lr"] in CANDS
+               for r in batch.values())
     crit = json.loads((work / "results/tuned/critical_batch.json").read_text())
     assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
     # what these data give (one repeat, E on the 512-sample evaluation grid): the KAN at its tuned 0.003
@@ -71,7 +73,11 @@ def test_a_tuned_csv_study_chooses_trains_reports_and_reruns_only_what_changed(t
     for pid, r in tuned.items():
         key = next(k for k, c in choice.items() if c["tuning_key"].startswith(r["point"]["model"]["impl"]))
         assert r["point"]["train"]["lr"] == choice[key]["chosen"] == r["optimizer"]["lr_effective"], pid
-        assert r["optimizer"]["lr_tuned"]["why"] == choice[key]["why"]
+    # the rate each point trained at, in measurements.csv under the record's names
+    rows = pd.read_csv(work / "results/tuned/measurements.csv").set_index("point_id")
+    for pid, r in recs.items():
+        assert (rows.loc[pid, "lr"], rows.loc[pid, "lr_effective"]) == (
+            r["optimizer"]["lr"], r["optimizer"]["lr_effective"]), pid
     # the sweep ran before every tuned point: each tuned record started after the last sweep record ended
     last_sweep = max(r["finished_utc"] for r in sweep.values())
     assert min(r["started_utc"] for r in tuned.values()) >= last_sweep[:19]

@@ -47,7 +47,7 @@ def test_a_tuned_csv_study_through_slurm_reports_rates_critical_batch_and_verdic
     assert len(choice) == 2 and all(c["chosen"] in (0.01, 0.03) and c["why"] for c in choice.values())
     for r in tuned:
         key = next(k for k, c in choice.items() if c["tuning_key"].startswith(r["point"]["model"]["impl"]))
-        assert r["optimizer"]["lr_tuned"]["why"] == choice[key]["why"], r["point"]["id"]
+        assert r["point"]["train"]["lr"] == choice[key]["chosen"] == r["optimizer"]["lr_effective"], r["point"]["id"]
     crit = json.loads((results / "critical_batch.json").read_text())
     assert len(crit) == 2 and all(c["batches"] == [16, 64, 256] for c in crit.values())
     # one repeat, so each batch's samples to target is a point of the 512-sample evaluation grid (512,

@@ -208,8 +208,8 @@ EXPANDED_FIELDS = {
     # means "no reference" to TrainConfig and is no batch in the config
     "training.lr_reference_batch": (TrainConfig, "lr_reference_batch", "maximum"),
     # the candidates of lr: tuned reach the points as TrainConfig.lr (one per sweep point) and as
-    # lr_candidates (what a tuned point's id hashes); () there means "not tuned"
-    "training.lr_candidates": (TrainConfig, "lr_candidates", "bounds"),
+    # lr_tuned_from (what a tuned point's id hashes); () there means "not tuned"
+    "training.lr_candidates": (TrainConfig, "lr_tuned_from", "bounds"),
 }
 # keys whose default and bounds only the schema states: code reads them from the validated config
 # (test_no_literal_fallback_for_a_schema_default proves it has no second copy)

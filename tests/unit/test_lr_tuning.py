@@ -10,7 +10,7 @@ import json
 import pytest
 
 import plan
-from kan.config import Point
+from kan.config import Point, PointError, TrainConfig
 from launch import tuned
 from scaling.tables.lrtune import choose, sweep_run
 
@@ -44,7 +44,9 @@ def test_the_plan_has_a_one_rank_sweep_per_candidate_and_tuned_scaling_points():
     assert sorted({p.train.lr for p in sweep}) == CANDS and not any(p.train.tuned for p in sweep)
     assert "lr0p01" in next(p.id for p in sweep if p.train.lr == 0.01)
     strong = [p for p in pts.values() if p.experiment == "strong"]
-    assert len(strong) == 8 and all(p.train.lr_candidates == tuple(CANDS) for p in strong)
+    assert len(strong) == 8 and all(p.train.lr_tuned_from == tuple(CANDS) for p in strong)
+    # a tuned point's rate is unset until the sweep chooses it: no made-up rate to train with
+    assert all(p.train.tuned and p.train.lr is None and p.lr_effective is None for p in strong)
     # a list of rates is the same study
     assert set(_points(lr=CANDS)) == set(pts)
 
@@ -57,14 +59,45 @@ def test_a_tuned_point_keeps_its_id_whatever_rate_it_trains_with_and_parses_back
     back, _ = parse([*q.to_argv(), "--out=x.json"])
     assert back == q and back.id == p.id
     # other candidates are another point
-    r = dataclasses.replace(p, train=dataclasses.replace(p.train, lr_candidates=(0.001, 0.01)))
+    r = dataclasses.replace(p, train=dataclasses.replace(p.train, lr_tuned_from=(0.001, 0.01)))
     assert r.id != p.id
+
+
+def test_tuned_is_one_test_and_only_a_tuned_point_has_an_unset_rate():
+    assert TrainConfig(lr_tuned_from=(0.01, 0.1)).tuned and not TrainConfig().tuned
+    assert TrainConfig(lr=None, lr_tuned_from=(0.01, 0.1)).lr is None
+    with pytest.raises(PointError, match=r"training\.lr: is unset; only a tuned point"):
+        TrainConfig(lr=None)
+    with pytest.raises(PointError, match=r"training\.samples"):  # its other fields are checked all the same
+        TrainConfig(lr=None, lr_tuned_from=(0.01,), samples=0)
+    pts = _points()
+    assert {p.experiment for p in pts.values() if p.train.tuned} == {"strong"}  # neither sweep nor readiness
+
+
+def test_a_tuned_point_without_its_rate_cannot_be_trained():
+    p = next(p for p in _points().values() if p.experiment == "strong")
+    with pytest.raises(PointError, match="tuned and its rate unset"):
+        p.to_argv()
+    q = dataclasses.replace(p, train=dataclasses.replace(p.train, lr=0.01))
+    from kan.train import UsageError, parse
+    with pytest.raises(UsageError, match="--lr: a tuned point"):  # never the default rate
+        parse([a for a in q.to_argv() if not a.startswith("--lr=")] + ["--out=x.json"])
+
+
+def test_tuned_points_keep_the_ids_they_had_and_old_records_read_back():
+    """The id's hash names the grid `lr_candidates`, as before the field was called lr_tuned_from;
+    a record written then reads back as the same point."""
+    p = _points()["strong-kanscale_bspline-30x8x2-n1g1-r0-95898eb8"]  # the id before the rename
+    q = dataclasses.replace(p, train=dataclasses.replace(p.train, lr=0.01))
+    old = q.to_json()
+    old["train"]["lr_candidates"] = old["train"].pop("lr_tuned_from")
+    assert Point.from_json(old) == q and Point.from_json(old).id == p.id
 
 
 def test_untuned_points_keep_their_ids():
     pts = _points(lr=0.01)
     assert not any(p.experiment == "lr_tune" or p.train.tuned for p in pts.values())
-    assert all("lr_candidates" not in p.to_json()["train"] for p in pts.values())
+    assert all("lr_tuned_from" not in p.to_json()["train"] for p in pts.values())
 
 
 def test_tuning_without_held_out_evaluation_is_refused_naming_the_key():
@@ -177,16 +210,17 @@ def test_the_launcher_gives_a_tuned_point_its_chosen_rate_or_a_clear_reason(tmp_
     path.write_text(json.dumps({"mlp_matched [30,8,2] on sklearn breast_cancer": other, name: entry}))
     wider = dataclasses.replace(p, model=dataclasses.replace(p.model, widths=(30, 64, 2)))
     for point in (p, wider):
-        q, facts = tuned.resolve(point, path)
-        assert q.train.lr == 0.01 and q.id == point.id and facts["why"] == "best"
+        q = tuned.resolve(point, path)
+        assert q.train.lr == 0.01 and q.id == point.id
     # a file written when the choices were keyed by the tuning key
     path.write_text(json.dumps({p.tuning_key: {k: v for k, v in entry.items() if k != "tuning_key"}}))
-    assert tuned.resolve(p, path)[0].train.lr == 0.01
+    assert tuned.resolve(p, path).train.lr == 0.01
     path.write_text(json.dumps({name: {**entry, "chosen": None, "why": "all failed"}}))
     with pytest.raises(tuned.TuningError, match="chose no rate for kanscale_bspline on sklearn breast_cancer: all failed"):
         tuned.resolve(p, path)
+    assert tuned.why_unset(p, path).endswith("chose no rate for kanscale_bspline on sklearn breast_cancer: all failed")
     path.write_text(json.dumps({name: {**entry, "candidates": [{"lr": 0.5}, {"lr": 0.6}]}}))
     with pytest.raises(tuned.TuningError, match="run the workflow again"):
         tuned.resolve(p, path)
     untuned = next(p for p in _points(lr=0.01).values())
-    assert tuned.resolve(untuned, path) == (untuned, None)
+    assert tuned.resolve(untuned, path) == untuned

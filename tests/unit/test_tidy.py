@@ -42,7 +42,7 @@ def test_the_rate_each_point_trained_at_is_a_column(tmp_path):
                    placement=Placement(gpus_per_node=2))
     told, given = point(1), point(2)
     tuned = Point(study="t", model=ModelConfig(widths=(2, 8, 1)), train=TrainConfig(
-        samples=1024, batch_per_rank=64, lr_candidates=(0.001, 0.01)), placement=Placement(gpus_per_node=4))
+        samples=1024, batch_per_rank=64, lr=None, lr_tuned_from=(0.001, 0.01)), placement=Placement(gpus_per_node=4))
     points_dir = tmp_path / "points"
     from test_points import _ok_record
 

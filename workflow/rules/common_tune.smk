@@ -1,10 +1,10 @@
 # The get_* helpers of tuned rates (training.lr: tuned; tune.smk has the checkpoint). The sweep's
 # points (experiment lr_tune) are ordinary points; the checkpoint tune_lr chooses each
 # implementation's rate from their records (scaling/tables/lrtune.py), and only then are the tuned
-# points' jobs made: their input function waits for the checkpoint, and their point JSON (a param,
-# so a rerun trigger) carries the chosen rate. A point already measured at the rate the sweep still
-# chooses is not measured again; one whose implementation's choice changed (a sweep point measured
-# again) is.
+# points' jobs made: their input function waits for the checkpoint, and their point JSON, the
+# launcher's only source of the rate (a param, so also the rerun trigger), carries the chosen rate.
+# A point already measured at the rate the sweep still chooses is not measured again; one whose
+# implementation's choice changed (a sweep point measured again) is.
 
 
 def sweep_ids():
@@ -44,12 +44,12 @@ def get_point_tuning(wildcards):
 
 def tuned_point(point):
     """The point with the rate the sweep chose for its implementation (launch/tuned.py; its id does
-    not change: a tuned point's id hashes its candidates); as it is when there is no choice (the
-    launcher then records why it cannot run)."""
+    not change: a tuned point's id hashes its candidates); an untuned point as it is, and a tuned
+    one with its rate unset when there is no choice (the launcher then records why it cannot run)."""
     from launch import tuned
 
     try:
-        return tuned.resolve(point, Path(f"results/{STUDY}/lr_tuning.json"))[0]
+        return tuned.resolve(point, Path(f"results/{STUDY}/lr_tuning.json"))
     except tuned.TuningError:
         return point
 

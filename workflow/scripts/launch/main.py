@@ -260,11 +260,9 @@ class Launch:
         p, launch = self.point, self.launch
         self.attempt_dir.mkdir(parents=True, exist_ok=True)
         trainer_out = self.attempt_dir / "trainer.json"
-        try:  # training.lr: tuned: the rate the sweep chose (a failed point when there is none)
-            self.point, lr_choice = tuned.resolve(p, tuned.tuning_path(self.out))
-            p = self.point
-        except tuned.TuningError as e:
-            return self._commit(records.failure(p.to_json(), "failed", str(e)), None, {})
+        if p.allreduce is None and p.train.lr is None:  # training.lr: tuned, and the sweep chose no rate
+            return self._commit(records.failure(p.to_json(), "failed", tuned.why_unset(p, tuned.tuning_path(self.out))),
+                                None, {})
         try:
             cmds, isolated = self._commands(trainer_out)
         except (OSError, RuntimeError, KeyError, ValueError, subprocess.SubprocessError) as e:
@@ -311,8 +309,6 @@ class Launch:
                 rec = records.read(trainer_out, p.id)
             except records.InvalidRecord as e:
                 _say(f"no usable trainer record ({e})")
-        if rec is not None and lr_choice is not None and "optimizer" in rec:
-            rec["optimizer"]["lr_tuned"] = lr_choice  # the rate's origin: the sweep's choice and why
         if rec is not None and rec["status"] == "ok" and "allreduce" in rec and rec.get("backend") == "nccl":
             rec["allreduce"]["nccl_tuning"] = nccl_tuning_lines(outcome.tail)
         if rec is None or rec["status"] != "ok":

@@ -1,7 +1,9 @@
 """A tuned point's rate (training.lr: tuned): the rate the study's one-rank sweep chose for its
 implementation, from results/<study>/lr_tuning.json (workflow/scripts/tune_lr.py writes it before
-any tuned point runs: the measure rule has it as an input). The point's id hashes its candidates,
-not its rate, so the point with the chosen rate is the planned point."""
+any tuned point runs: the measure rule has it as an input). The plan leaves a tuned point's rate
+unset; the workflow gives it the chosen one here (common_tune.smk's tuned_point, for the point JSON
+the launcher gets), and that JSON is the one way the rate reaches the trainer. The point's id hashes
+its candidates, not its rate, so the point with the chosen rate is the planned point."""
 
 from __future__ import annotations
 
@@ -28,10 +30,8 @@ def choice_for(tuning: dict, key: str) -> dict | None:
     return next((c for c in tuning.values() if c.get("tuning_key") == key), None) or tuning.get(key)
 
 
-def resolve(point: Point, path: Path) -> tuple[Point, dict | None]:
-    """(the point with its chosen rate, what the record keeps of the choice); an untuned point as it is."""
-    if not point.train.tuned:
-        return point, None
+def chosen_rate(point: Point, path: Path) -> float:
+    """The rate the sweep chose for a tuned point; TuningError says why there is none."""
     try:
         tuning = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -41,9 +41,25 @@ def resolve(point: Point, path: Path) -> tuple[Point, dict | None]:
         why = (entry or {}).get("why") or f"no entry for {point.tuning_key!r}"
         raise TuningError(f"training.lr: tuned, but the sweep chose no rate for {point.tuning_key}: {why}")
     candidates = sorted(float(c["lr"]) for c in entry.get("candidates", []))
-    if candidates and candidates != sorted(point.train.lr_candidates):
-        raise TuningError(f"{path} was chosen from {candidates}, the point from {list(point.train.lr_candidates)}: "
+    if candidates and candidates != sorted(point.train.lr_tuned_from):
+        raise TuningError(f"{path} was chosen from {candidates}, the point from {list(point.train.lr_tuned_from)}: "
                           "run the workflow again to sweep the new candidates")
-    chosen = float(entry["chosen"])
-    point = dataclasses.replace(point, train=dataclasses.replace(point.train, lr=chosen))
-    return point, {"chosen": chosen, "why": entry.get("why", ""), "source": str(path)}
+    return float(entry["chosen"])
+
+
+def resolve(point: Point, path: Path) -> Point:
+    """The point with the rate the sweep chose (TuningError when there is none); an untuned point as
+    it is."""
+    if not point.train.tuned:
+        return point
+    return dataclasses.replace(point, train=dataclasses.replace(point.train, lr=chosen_rate(point, path)))
+
+
+def why_unset(point: Point, path: Path) -> str:
+    """Why a tuned point reached its launcher with its rate unset (a failed record's reason)."""
+    try:
+        chosen_rate(point, path)
+    except TuningError as e:
+        return str(e)
+    return (f"training.lr: tuned, but the point came without the rate {path} chose for {point.tuning_key}: "
+            "run the workflow again")

@@ -41,6 +41,8 @@ CONFIG_FIELDS = {
 }
 # a dataclass's own error key (e.g. placement.threads_per_rank) -> the config key it came from
 _FIELD_KEY = {f"{cls.__name__}.{name}": key for key, (cls, name) in CONFIG_FIELDS.items()}
+# a tuned point's provenance is the config's grid (lr_candidates, below), not a value passed as is
+_FIELD_KEY["TrainConfig.lr_tuned_from"] = "training.lr_candidates"
 _PREFIX = {ModelConfig: "model.", TrainConfig: "training.", Placement: "placement.", LaunchSettings: "launch.",
            Limits: "limits.", AllreduceConfig: "allreduce.", DataConfig: "data."}
 
@@ -96,11 +98,12 @@ def study_parts(cfg: dict, problems: list) -> dict:
                 parts["models"].append(mc)
     parts["train"] = config_kwargs(cfg, TrainConfig)
     parts["lr_candidates"] = lr_candidates(cfg)
-    if parts["lr_candidates"]:
-        # a placeholder: a tuned point's id hashes the candidates, and its launcher sets the rate the
-        # sweep chose (launch/tuned.py); each sweep point gets its own candidate (plan/points.py)
-        parts["train"]["lr"] = parts["lr_candidates"][0]
-    _build(TrainConfig, dict(parts["train"]), problems)  # checks the training section once
+    tuned = {"lr_tuned_from": parts["lr_candidates"]} if parts["lr_candidates"] else {}
+    if tuned:
+        # unset until the sweep chooses it: the workflow gives a tuned point its rate before it runs
+        # (launch/tuned.py); each sweep point gets its own candidate (plan/points.py)
+        parts["train"]["lr"] = None
+    _build(TrainConfig, {**parts["train"], **tuned}, problems)  # checks the training section once
     parts["placement"] = config_kwargs(cfg, Placement)
     _build(Placement, dict(parts["placement"]), problems)
     parts["launch"] = _build(LaunchSettings, config_kwargs(cfg, LaunchSettings), problems)
@@ -122,7 +125,9 @@ def _factory_model(impl: str, kw: dict, problems: list, timeout_s: float) -> Mod
 
 
 def lr_candidates(cfg: dict) -> tuple[float, ...]:
-    """The rates `training.lr: tuned` (or a list of rates) chooses from, as floats; () = lr as given."""
+    """The grid `training.lr: tuned` (or a list of rates) chooses from, as floats; () = lr as given
+    (a study is tuned exactly when this is not empty; each of its tuned points has the grid as
+    TrainConfig.lr_tuned_from)."""
     lr = cfg["training"]["lr"]
     if isinstance(lr, list):
         return tuple(float(x) for x in lr)

@@ -15,7 +15,7 @@ from kan.config import EXPERIMENTS, AllreduceConfig, Placement, Point, PointErro
 from kan.fields import default
 from scaling.common.repeats import RepeatPlan
 
-from .fields import config_kwargs, study_parts
+from .fields import config_kwargs, lr_candidates, study_parts
 from .schema import ConfigError
 
 TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("allreduce", "readiness"))
@@ -87,7 +87,7 @@ def lr_reference(cfg: dict, experiment: str) -> dict:
         return {"lr_reference_batch": t["lr_reference_batch"]}  # with lr_scaling none: Point refuses it
     if t["lr_scaling"] == "none":
         return {}
-    if experiment == "batch" or t["lr"] == "tuned" or isinstance(t["lr"], list):
+    if experiment == "batch" or lr_candidates(cfg):
         # many global batches at one rank, or a rate tuned at the sweep's batch: every point scales
         # from the study's reference batch, where the rate was chosen
         return {"lr_reference_batch": sweep_setting(cfg)[2]}
@@ -233,7 +233,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                                           f"{kw['placement'].world_size} ranks)")
 
     candidates = parts["lr_candidates"]
-    tuned = {"lr_candidates": candidates} if candidates else {}
+    tuned = {"lr_tuned_from": candidates} if candidates else {}
     if candidates:  # training.lr: tuned: the one-rank sweep, one point per candidate rate
         ref_exp, samples, batch = sweep_setting(cfg)
         one = Placement(**placement_base, nodes=1, gpus_per_node=1)
@@ -276,8 +276,9 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
         nodes, per_node = multi[0] if multi else (1, 2)
         two = Placement(**placement_base, nodes=nodes, gpus_per_node=per_node)
         # its own drawn batches, `steps` of them on every rank (the rate as given, or the first candidate:
-        # it trains a few steps only)
-        train = TrainConfig(**{**train_base, "samples": two.world_size * r["batch_per_rank"] * r["steps"], "epochs": 1,
+        # it trains a few steps only, untuned)
+        first = {"lr": candidates[0]} if candidates else {}
+        train = TrainConfig(**{**train_base, **first, "samples": two.world_size * r["batch_per_rank"] * r["steps"], "epochs": 1,
                                "batch_per_rank": r["batch_per_rank"], "max_steps": r["steps"], "warmup_steps": 0,
                                "lr_scaling": "none", "lr_warmup_samples": 0, "eval_every_samples": 0})
         for mc in parts["models"]:  # the data's config only for its widths: nothing is read

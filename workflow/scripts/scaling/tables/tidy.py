@@ -128,7 +128,7 @@ def rates(planned: Point, record: dict | None) -> dict:
             pt = Point.from_json(record["point"])
         except PointError:  # one this version cannot read: the plan's
             pass
-    if pt.allreduce is not None or pt.train.lr is None or (pt is planned and pt.train.tuned):
+    if pt.allreduce is not None or pt.train.lr is None:
         return {"lr": None, "lr_effective": None}
     return {"lr": pt.train.lr, "lr_effective": pt.lr_effective}
 
