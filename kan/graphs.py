@@ -147,16 +147,6 @@ def make_optimizer(params, lr: float, device: torch.device) -> torch.optim.Adam:
     return torch.optim.Adam(params, lr=torch.tensor(lr, device=device), capturable=True)
 
 
-def set_lr(opt: torch.optim.Optimizer, value: float) -> None:
-    """The rate for the next step: written into the device tensor a captured Adam reads, or set as
-    the float an eager one reads."""
-    for group in opt.param_groups:
-        if isinstance(group["lr"], torch.Tensor):
-            group["lr"].fill_(value)
-        else:
-            group["lr"] = value
-
-
 class CapturedStep:
     """One training step as a CUDA graph: `step(xb, yb)` copies the batch in, replays, and returns
     the step's loss as a (static) device tensor. With `hang_limit_s` a HangWatch (`on_hang` its end)

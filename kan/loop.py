@@ -210,7 +210,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                 probe = probe_every > 0 and step % probe_every == probe_every - 1
                 timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
                 if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
-                    graphs.set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
+                    set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
                 t0 = time.perf_counter()
                 if captured is None:  # a replay's backward writes its static grads: nothing to zero
                     opt.zero_grad(set_to_none=True)
@@ -344,6 +344,17 @@ def _validate(model, x_val, y_val, classification: bool, info: DistInfo, step: i
     curve.append({"step": step, "samples_seen": samples_seen, "train_time_s": trained_s, "val_loss": val_loss,
                   "val_accuracy": val_accuracy})
     return time.perf_counter() - t0
+
+
+def set_lr(opt: torch.optim.Optimizer, value: float) -> None:
+    """The rate for the next step of any optimizer the loop makes (the warm-up ramp's setter): the
+    float an eager Adam reads, or written in place into the device tensor a captured Adam reads
+    (kan/graphs.py make_optimizer), which every replay of the graph sees."""
+    for group in opt.param_groups:
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(value)
+        else:
+            group["lr"] = value
 
 
 def _optimizer_facts(point: Point, global_batch: int) -> dict:

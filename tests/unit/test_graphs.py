@@ -70,10 +70,10 @@ def test_the_rate_goes_into_a_captured_adams_tensor_in_place():
     p = torch.nn.Parameter(torch.zeros(3))
     opt = torch.optim.Adam([p], lr=torch.tensor(0.1), capturable=False)
     t = opt.param_groups[0]["lr"]
-    graphs.set_lr(opt, 0.02)
+    loop.set_lr(opt, 0.02)
     assert opt.param_groups[0]["lr"] is t and float(t) == pytest.approx(0.02)  # same tensor: the graph reads it
     plain = torch.optim.Adam([p], lr=0.1)
-    graphs.set_lr(plain, 0.03)
+    loop.set_lr(plain, 0.03)
     assert plain.param_groups[0]["lr"] == 0.03
 
 
@@ -121,7 +121,7 @@ def test_after_the_warm_up_the_weights_and_adam_start_again_in_the_same_tensors(
         opt.zero_grad()
         F.mse_loss(model(x), y).backward()
         opt.step()
-    graphs.set_lr(opt, 0.5)
+    loop.set_lr(opt, 0.5)
     tensors = {k: v.data_ptr() for k, v in model.state_dict().items()}
     state = [t.data_ptr() for s in opt.state.values() for t in s.values()]
     graphs.CapturedStep._restore(model, opt, saved, lrs)
