@@ -1,7 +1,7 @@
 """Workflow step: the lr sweep's records (experiment lr_tune, training.lr: tuned) -> each
 implementation's rate in results/<study>/lr_tuning.json, under the sweep model's display name
-(scaling/tables/lrtune.py says how it is chosen). The tuned scaling points read it when they start
-(workflow/scripts/launch/tuned.py)."""
+(scaling/tables/lrtune.py says how it is chosen). The workflow then gives each tuned point its rate
+in the point JSON its launcher gets (common_tune.smk tuned_point, workflow/scripts/launch/tuned.py)."""
 
 import sys
 from pathlib import Path
