@@ -12,7 +12,7 @@ from kan.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from . import factories
-from .fields import study_parts
+from .fields import lr_candidates, study_parts
 from .points import (CAPTURE_SAFE_HOOKS, DDP_DEFAULTS, TRAINING_EXPERIMENTS, ddp_left_out, enabled, plan_points,
                      repeat_plan, world)
 
@@ -93,7 +93,7 @@ def _shape_problems(cfg: dict) -> list[tuple[str, str]]:
     if enabled(exps, "batch") and cfg["report"]["target"] is None:
         out.append(("experiments.batch", "the critical batch is fitted to the samples to a held-out target: set "
                                          "report.target (and training.eval_every_samples)"))
-    if (t["lr"] == "tuned" or isinstance(t["lr"], list)) and t["eval_every_samples"] == 0:
+    if lr_candidates(cfg) and t["eval_every_samples"] == 0:
         out.append(("training.lr", "tuned rates are judged on held-out data: set training.eval_every_samples above 0 "
                                    "(it is 0 = off)"))
     if len(cfg["model"]["widths"]) < 3:
