@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
                 record.update(readiness.run(point, device, info.rank))
                 record["ranks"] = [r["facts"] for r in _gather({"facts": metrics.rank_facts(device)}, info)]
             else:
-                from .loop import summarize_ranks, train_rank
+                from .loop import train_rank
+                from .rank_summary import summarize_ranks
 
                 mine = train_rank(point, run, info, device, model_factory, imports_s=imports_s,
                                   on_hang=_hung_handler(record, run.out, info))
