@@ -152,8 +152,11 @@ def fit_rows(fits: dict) -> list[list[str]]:
                         result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} repeats)"
                         if f.get("ci_reason"):
                             result += f"; {f['ci_reason']}"
-                        if f.get("peak_world_size_rel"):
-                            result += f"; USL peak at p ≈ {f['peak_world_size_rel']:.1f} × p_base"
+                        peak = f.get("peak_world_size_rel")
+                        if peak and peak > 1000:  # κ ≈ 0: a peak that far out is no prediction
+                            result += "; no USL peak within 1,000 × p_base (κ ≈ 0)"
+                        elif peak:
+                            result += f"; USL peak at p ≈ {peak:.1f} × p_base"
                     rows.append([experiment, model, cls, law, f.get("formula", ""), sizes, result])
     return rows
 
