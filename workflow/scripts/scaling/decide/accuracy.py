@@ -100,8 +100,9 @@ def soonest(t: pd.DataFrame, exp: str, model: str, d: Decide) -> tuple[dict, pd.
         parts.append(f"{_where(r)} takes {_ratio_text(x, d.label)} as long")
         if s != "above":
             n = min(int(r["target_n_repeats"]), int(best["target_n_repeats"]))
-            unsure.append((f"{_where(r)} and {_where(best)}", more_repeats(n, x["ratio"], x["ci_lo"], x["ci_hi"],
-                                                                             1.0, d.min_repeats), key_of(r)))
+            k = more_repeats(n, x["ratio"], x["ci_lo"], x["ci_hi"], 1.0, d.min_repeats)
+            # both ends of the ratio need the repeats; settle_text names each place once
+            unsure += [(_where(r), k, key_of(r)), (_where(best), k, key_of(best))]
     for _, r in reached.iterrows():
         if int(r["n_ok"]) < d.min_repeats and not any(key_of(r) == k for *_, k in unsure):
             unsure.append((_where(r), d.min_repeats - int(r["n_ok"]), key_of(r)))

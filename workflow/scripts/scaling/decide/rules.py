@@ -132,17 +132,26 @@ def more_repeats(n_ok: int, value, lo, hi, threshold, min_repeats: int) -> int |
 
 
 def settle_text(items: list[tuple]) -> str:
-    """'run 2 more repeats of 1x2; ...' from (where, more, ...) items."""
-    parts = []
+    """'run 2 more repeats of 1x2 and 2x1; ...' from (where, more, ...) items: the places that need
+    the same number of repeats named together, each once."""
+    parts, same_k = [], {}
     for where, k, *_ in items:
         if k is None:
             parts.append(f"{where} sits on the threshold: no number of repeats decides it (it does not matter in practice)")
         elif k > MAX_MORE_REPEATS:
             parts.append(f"{where} is within noise of the threshold (> {MAX_MORE_REPEATS} more repeats needed): "
                          f"reduce the noise (exclusive nodes, longer runs) rather than repeat")
-        else:
-            parts.append(f"run {k} more repeat{'s' if k > 1 else ''} of {where}")
-    return "; ".join(parts)
+        elif k not in same_k:
+            same_k[k] = [where]
+            parts.append(k)  # placeholder: the group's text, once every place is known
+        elif where not in same_k[k]:
+            same_k[k].append(where)
+    return "; ".join(p if isinstance(p, str) else
+                     f"run {p} more repeat{'s' if p > 1 else ''} of {_and(same_k[p])}" for p in parts)
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def duration_text(s: float) -> str:
