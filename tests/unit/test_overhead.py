@@ -44,3 +44,17 @@ def test_gradients_too_big_for_a_slow_link_are_not_ruled_out():
 
 def test_no_ddp_cost_term_no_guideline():
     assert not_communication(tables(142.2, 143.8), {"models": {MODEL: {"placements": {}}}}) == []
+
+
+def test_a_training_loss_target_is_read_in_the_held_out_columns():
+    """decide/accuracy.training_loss_view: the std over repeats comes back from the CI's upper half."""
+    from scaling.common.stats import t_quantile
+    from scaling.decide.accuracy import TRAIN_LOSS, training_loss_view
+    half = t_quantile(0.95, 2) * 2.0 / 3 ** 0.5  # std 2 s over 3 repeats
+    t = pd.DataFrame([{"model": MODEL, "n_ok": 3, "target_loss": 0.1, "time_to_target_s": 10.0,
+                       "time_to_target_s_ci_lo": 10.0 - half, "time_to_target_s_ci_hi": 10.0 + half},
+                      {"model": MODEL, "n_ok": 1, "target_loss": 0.1, "time_to_target_s": float("nan"),
+                       "time_to_target_s_ci_lo": float("nan"), "time_to_target_s_ci_hi": float("nan")}])
+    v = training_loss_view(t)
+    assert list(v["target_metric"]) == [TRAIN_LOSS] * 2 and list(v["target_reached"]) == [True, False]
+    assert abs(v["time_to_target_s_std"].iloc[0] - 2.0) < 1e-9

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import math
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -330,13 +329,6 @@ LACKS = ("a held-out set (loss is training loss)", "repeats (one run per point)"
          "communication is not measured apart from the step)", "the step's anatomy")
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    pos = q * (len(xs) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def imported_record(point: Point, run: Run, spec: dict) -> dict:
     """The record of `point` from its run. From the run's epochs (the first left out of the step times
     when there are more: it carries the device's start-up, as the trainer's warm-up steps do):
@@ -348,10 +340,12 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
                              summed over the epochs before it); no held-out loss: the source has none
     Unknown to an imported run, left null: the no_sync step and exposed communication (no probe), the
     all-reduce bytes, the step's anatomy, repeats."""
+    from kan.metrics import summarize  # the trainer's own step statistics (torch: imported here, not by the planner)
+
     p, b = point.placement.world_size, point.train.batch_per_rank
     rows = run.rows[1:] if len(run.rows) > 1 else run.rows
-    steps = [e.step_s for e in rows]
-    step = statistics.median(steps)
+    steps = summarize([e.step_s for e in rows])
+    step = steps["median"]
     steps_per_epoch = math.ceil(math.ceil(run.samples / p) / b)
     epoch_s = [e.epoch_s if e.epoch_s is not None else e.step_s * steps_per_epoch for e in run.rows]
     train_s = sum(epoch_s)
@@ -365,7 +359,7 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
     params = run.num_params
     source = {"kind": "imported", "format": spec["format"], "path": spec["path"], "run": run.name,
               "where": run.where, "cited": spec["citation"], "hardware": run.hardware or "not stated",
-              "lacks": list(LACKS), "step_time_from": f"median of {len(steps)} epochs' mean steps"
+              "lacks": list(LACKS), "step_time_from": f"median of {steps['n']} epochs' mean steps"
                                                      + (" (epoch 0 left out)" if len(run.rows) > 1 else "")}
     final = next((e.loss for e in reversed(run.rows) if e.loss is not None), None)
     return {
@@ -377,8 +371,7 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
         "provenance": {"imported_from": spec["path"], "cited": spec["citation"]},
         "world_size": p, "num_nodes": point.placement.nodes, "ranks_per_node": point.placement.gpus_per_node,
         "launcher": "imported", "device_type": "cuda", "backend": "nccl" if run.ddp else None,
-        "timing": {"step_s": {"median": step, "p10": _quantile(steps, 0.1), "p90": _quantile(steps, 0.9),
-                              "mean": statistics.fmean(steps), "n": len(steps)},
+        "timing": {"step_s": steps,
                    "nosync_step_s": None, "nosync_step_time_s": None, "flat_allreduce_s": None,
                    "step_time_s": step, "per_rank_step_time_s": [step], "train_time_s": train_s,
                    "epoch_time_s": train_s / len(run.rows), "num_steps": steps_per_epoch * len(run.rows),

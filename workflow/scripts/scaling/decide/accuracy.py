@@ -22,7 +22,7 @@ import math
 import pandas as pd
 
 from ..common.columns import REAL_PLACEMENTS, model_family
-from ..common.stats import known, ratio_of
+from ..common.stats import known, ratio_of, t_quantile
 from .rules import Decide, guideline, key_of, more_repeats, rests_on, rounded, settle_text, side, topo
 from .totarget import predicted_guideline
 
@@ -158,9 +158,11 @@ def training_loss_view(t: pd.DataFrame) -> pd.DataFrame | None:
     if "target_loss" not in t or not t["target_loss"].notna().any() or "time_to_target_s" not in t:
         return None
     t = t.copy()
-    lo, hi = t.get("time_to_target_s_ci_lo"), t.get("time_to_target_s_ci_hi")
-    # the 95% CI back to a standard deviation over repeats (t ~ 1.96 for the repeats a CI needs)
-    std = (hi - lo) / (2 * 1.96) * t["n_ok"].clip(lower=1) ** 0.5 if lo is not None and hi is not None else math.nan
+    # the standard deviation over repeats back from the 95% CI's upper half-width (the lower end is
+    # clamped at 0): half = t_(0.975, n - 1) x std / sqrt(n); NaN with one repeat
+    n = t["n_ok"].astype(float)
+    tq = [t_quantile(0.95, int(k) - 1) if k >= 2 else math.nan for k in n]
+    std = (t.get("time_to_target_s_ci_hi", math.nan) - t["time_to_target_s"]) * n ** 0.5 / pd.Series(tq, index=t.index)
     return t.assign(target_metric=TRAIN_LOSS, target_value=t["target_loss"],
                     target_reached=t["time_to_target_s"].notna(), target_n_repeats=t["n_ok"],
                     time_to_target_s_std=std)

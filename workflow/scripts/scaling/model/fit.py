@@ -214,8 +214,13 @@ def _with_unprobed_baselines(ok: pd.DataFrame) -> pd.DataFrame:
 
 def _configs(train: pd.DataFrame, model: str, cls: str) -> pd.DataFrame:
     """Mean measured step time per configuration of `model` in link class `cls` (and at one rank)."""
-    sub = train[(train["model"] == model) & train["placement_class"].isin([cls, SINGLE])]
-    return sub.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
+    return config_means(train[(train["model"] == model) & train["placement_class"].isin([cls, SINGLE])])
+
+
+def config_means(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (and world size, link class) of `rows`: the mean step time over its
+    repeats with what predict_step needs."""
+    return rows.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
         step_time_s=("step_time_s", "mean"), num_params=("num_params", "median"), grads_bytes=("grads_bytes", "median"),
         family=("family", "first"), oversub=("oversub", "median"), busy_cores=("busy_cores", "median"))
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..common.columns import SINGLE
 from ..common.stats import BOOTSTRAP_SEED
-from .fit import CONFIG, fit_all, predict_step, resample, training_rows
+from .fit import config_means, fit_all, predict_step, resample, training_rows
 from .terms import NotFitted
 
 
@@ -53,10 +53,9 @@ def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int) -> d
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     draws = [fit_all(*resample(train[keep], kept_sweep, rng)) for _ in range(num_boot)]
     held = train[~keep]
-    conf = held.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
-        step_time_s=("step_time_s", "mean"), num_params=("num_params", "median"), grads_bytes=("grads_bytes", "median"),
-        family=("family", "first"), oversub=("oversub", "median"), busy_cores=("busy_cores", "median"))
+    conf = config_means(held)
     out: dict = {}
+    interval_from = _interval_from(held)
     for r in conf.itertuples():
         if r.placement_class == SINGLE:
             continue
@@ -84,5 +83,5 @@ def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int) -> d
         out.setdefault(r.model, []).append({
             **row, "predicted_step_s": pred, "interval": interval,
             "error_pct": 100 * (pred - float(r.step_time_s)) / float(r.step_time_s),
-            "interval_from": _interval_from(held)})
+            "interval_from": interval_from})
     return out
