@@ -61,11 +61,11 @@ def _build(impl: str, widths, grid_size: int, spline_order: int):
     import torch
 
     if impl in ("kanscale", "kanscale-eager", "mlp"):
-        from kan import _numba_bspline
+        from kan.kernels import numba_bspline
         from kan.models import KAN, MLP, matched_mlp_widths, num_params
 
         if impl == "kanscale-eager":  # without the optional fused CPU kernels (numba)
-            _numba_bspline.set_enabled(False)
+            numba_bspline.set_enabled(False)
 
         model = KAN(widths, grid_size, spline_order, GRID_RANGE)
         if impl == "mlp":  # an MLP with the KAN's parameter count

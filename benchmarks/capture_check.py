@@ -1,4 +1,4 @@
-"""Can it be captured? on this machine's device: kan/capture.py's verdicts, and on CUDA each one held
+"""Can it be captured? on this machine's device: kan/probes/capture.py's verdicts, and on CUDA each one held
 against a real capture (torch.cuda.graph), so the check's rules are measured, not assumed.
 
     python benchmarks/capture_check.py --device cuda [--json OUT]    (benchmarks/device_check.sh)
@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from kan import capture  # noqa: E402
-from kan.config import ModelConfig  # noqa: E402
+from kan.probes import capture  # noqa: E402
+from kan.contract.point import ModelConfig  # noqa: E402
 from kan.models import build_model  # noqa: E402
 
 WIDTHS = (2, 64, 1)

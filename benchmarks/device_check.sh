@@ -14,7 +14,7 @@
 #   3. the seed paper's 1-GPU point end to end (python -m kan.train, 40 epochs, [2,64,1], batch 512;
 #      the paper: 900.6 s on an A100), eager and then captured (training.cuda_graphs), each with its
 #      step's anatomy (fixed cost, kernels per step, bound); the summary table at the end compares
-#      them against issue 31's targets (captured step <= 0.5 ms, <= 2 s of training, same held-out loss)
+#      them against the captured paper point's targets (captured step <= 0.5 ms, <= 2 s of training, same held-out loss)
 #   4. the layer benchmark on CUDA: kanscale vs inkan vs efficient-kan vs the MLP, float32, batch
 #      4096, then 16384 if time is left (peers only where present: .peers/inkan,
 #      .peers/efficient-kan/src; nothing can be downloaded on the device machine, so carry them)
@@ -99,7 +99,7 @@ elif "$PY" -c 'import pytest' 2>/dev/null; then
 else
   say "skipped: pytest is not importable by $PY"
 fi
-run "capture check (kan/capture.py; on CUDA held against real captures)" "$PY" benchmarks/capture_check.py --json "$OUT_DIR/capture_check.json"
+run "capture check (kan/probes/capture.py; on CUDA held against real captures)" "$PY" benchmarks/capture_check.py --json "$OUT_DIR/capture_check.json"
 
 section "3. the seed paper's 1-GPU point, eager and captured"
 if [ "$CUDA" = 1 ]; then

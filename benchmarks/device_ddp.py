@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from device_points import launch
 
-from kan.config import ModelConfig, Placement, Point, TrainConfig
+from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
 
 
 def settings(device: str, quick: bool) -> list[dict]:

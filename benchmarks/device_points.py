@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from kan import record as records
-from kan.config import AllreduceConfig, LaunchSettings, ModelConfig, Placement, Point, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import AllreduceConfig, LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 
 
 def points(device: str) -> list[Point]:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from kan import record as records
-from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 
 
 def ranks(point_id: str) -> list[int]:

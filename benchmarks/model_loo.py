@@ -3,7 +3,7 @@
   time-shared  sweep times, exposed comm and predictions carry the ranks' oversubscription s
                (scaling.model.fit COMM_SHARES_CORES; 4 ranks on 2 cores: s = 2);
   co-run       and compute carries the co-run slowdown c(k) the sweep measured (scaling.model.fit USE_CORUN,
-               kan/corun.py; records from before 2026-12-03 have none: then the same as time-shared).
+               kan/probes/corun.py; records from before 2026-12-03 have none: then the same as time-shared).
 The sweep's rows get their host facts from the same points' rows of measurements.csv (files from
 before allreduce.csv carried them):
 

@@ -1,6 +1,6 @@
 """The summary table of benchmarks/device_check.sh: the seed paper's 1-GPU point eager against
 captured (training.cuda_graphs), from the two JSON files benchmarks/paper_point.py --json wrote,
-with issue 31's targets for the captured run (a step of at most 0.5 ms, 40 epochs in at most 2 s of
+with the targets for the captured run (a step of at most 0.5 ms, 40 epochs in at most 2 s of
 training, the eager run's held-out loss).
 
     python benchmarks/paper_summary.py EAGER.json CAPTURED.json
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 SAME_LOSS = 0.02  # relative; float-order differences over 7,840 steps are far below this
-STEP_MS, TRAIN_S = 0.5, 2.0  # issue 31's "done when" for the captured paper point (40 epochs)
+STEP_MS, TRAIN_S = 0.5, 2.0  # the targets for the captured paper point (40 epochs)
 
 
 def load(path: str) -> dict:

@@ -9,7 +9,7 @@ numba), the process group, the data, the held-out loss and the record.
     .venv/bin/python benchmarks/point_overhead.py --imports   # the floor: a fresh interpreter's imports
     .venv/bin/python benchmarks/point_overhead.py --compare-warm   # the study twice: warm start off, on
 
-Locally, CPU trainers are forked by the warm-start server (kan/warm.py, config resources.warm_start):
+Locally, CPU trainers are forked by the warm-start server (workflow/scripts/launch/warm_server.py, config resources.warm_start):
 the first point of a run starts the server and pays the imports once; the others fork in milliseconds.
 
 Runs the study in a fresh temporary folder (nothing of yours is touched) unless --results is given.

@@ -20,7 +20,7 @@ import os
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from .config import TrainConfig
+from .contract.point import TrainConfig
 
 
 class SettingError(RuntimeError):
@@ -45,7 +45,7 @@ def restart_hook_state(net) -> None:
 
 def wrap(model, t: TrainConfig, find_unused_parameters: bool = False) -> DDP:
     """The model under DDP with the point's settings and hook (find_unused_parameters: for the
-    readiness check of a model with parameters that get no gradient, kan/readiness.py)."""
+    readiness check of a model with parameters that get no gradient, kan/probes/readiness.py)."""
     net = DDP(model, bucket_cap_mb=t.bucket_cap_mb, static_graph=t.static_graph,
               gradient_as_bucket_view=t.gradient_as_bucket_view, find_unused_parameters=find_unused_parameters)
     if t.comm_hook == "none":

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# who started the ranks, as a rank finds out (DistInfo.launcher; not kan.config's LAUNCHERS, the two a
+# who started the ranks, as a rank finds out (DistInfo.launcher; not kan.contract.point's LAUNCHERS, the two a
 # point may ask for): torchrun = a torchrun agent; env = the launcher itself, with torchrun's variables
 # (one node); srun = one Slurm task per rank; none = a single process without any of these
 RANK_LAUNCHERS = ("torchrun", "env", "srun", "none")

@@ -29,9 +29,9 @@ How the fast path works (B-spline, any device):
   only x, F, W and what the kernels saved: grad_x reads order + 1 entries of grad_F per input
   instead of contracting all K, the input-gradient work is skipped when x needs no grad (the
   first layer), and for out = 1 the kernels may skip grad_F (a rank-one outer product).
-- Kernels, in order of preference: Triton on CUDA (kan/_triton_bspline.py), numba on CPU
-  (kan/_numba_bspline.py), both optional and cubic-only, each one fused pass per direction;
-  else the eager kernels (kan/_eager_bspline.py: Horner on a (batch, order + 1, in) tensor and
+- Kernels, in order of preference: Triton on CUDA (kan/kernels/triton_bspline.py), numba on CPU
+  (kan/kernels/numba_bspline.py), both optional and cubic-only, each one fused pass per direction;
+  else the eager kernels (kan/kernels/eager_bspline.py: Horner on a (batch, order + 1, in) tensor and
   one scatter into a padded buffer, one gather back), which work for every order, device and dtype.
 
 GEMM arithmetic of a [64, 256, 256, 1] grid-5 cubic KAN at batch 1024: the 256 -> 256 layer has
@@ -48,12 +48,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _eager_bspline, _numba_bspline, _triton_bspline
-from .config import BASES, ModelConfig
+from .kernels import eager_bspline, numba_bspline, triton_bspline
+from .contract.model_config import BASES, ModelConfig
 
 _DEFAULT = ModelConfig()  # one set of defaults for layers, models, the trainer and the schema
 
-KERNELS = (_triton_bspline, _numba_bspline, _eager_bspline)  # first usable wins; eager always is
+KERNELS = (triton_bspline, numba_bspline, eager_bspline)  # first usable wins; eager always is
 
 
 class _BSplineKANFunction(torch.autograd.Function):
@@ -68,7 +68,7 @@ class _BSplineKANFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, spline: _eager_bspline.LocalBSpline, kernels) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, spline: eager_bspline.LocalBSpline, kernels) -> torch.Tensor:
         num_batch, num_out = x.shape[0], weight.shape[0]
         feats, saved = kernels.features(x, spline, need_grad_x=ctx.needs_input_grad[0])  # (B, 1+K, I)
         eff = torch.empty_like(weight[:, 1:])  # (O, 1+K, I)
@@ -138,7 +138,7 @@ class KANLinear(nn.Module):
         self.grid_range = (lo, hi)
         self.basis = basis
         self.num_basis = grid_size + spline_order if basis == "bspline" else grid_size
-        self._spline = _eager_bspline.LocalBSpline(grid_size, spline_order, self.grid_range) if basis == "bspline" else None
+        self._spline = eager_bspline.LocalBSpline(grid_size, spline_order, self.grid_range) if basis == "bspline" else None
         # (out, 2 + K, in): rows [W_base | s | C_0 .. C_{K-1}], matching the feature layout
         self.weight = nn.Parameter(torch.empty(out_features, 2 + self.num_basis, in_features))
         self.reset_parameters()
@@ -165,7 +165,7 @@ class KANLinear(nn.Module):
     def basis_values(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, in) -> (batch, in, num_basis), dense (for inspection and the generic path)."""
         if self.basis == "bspline":
-            feats, _ = _eager_bspline.features(x, self._spline, need_grad_x=False)  # (B, 1+K, I)
+            feats, _ = eager_bspline.features(x, self._spline, need_grad_x=False)  # (B, 1+K, I)
             return feats[:, 1:].transpose(1, 2)
         lo, hi = self.grid_range
         if self.basis == "rbf":

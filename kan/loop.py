@@ -43,13 +43,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import anatomy, ddp_wrap, graphs, kernel_choice, metrics, startup
+from . import ddp_wrap, graphs, metrics, startup
 from . import lr as lr_rule
-from .config import Point
-from .data import load_data, make_dataset, shard_indices
+from .contract.point import Point
+from .data.datasets import load_data, make_dataset, shard_indices
 from .distributed import sync
 from .env import DistInfo
 from .models import build_model, num_params
+from .probes import anatomy, kernel_choice
 from .progress import Progress
 
 

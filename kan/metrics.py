@@ -18,7 +18,7 @@ import torch
 from . import env
 
 # git, found once when this module is imported: by a fresh trainer at its start, by the warm-start
-# server (kan/warm.py) when it preloads this module, with its owner's PATH; a forked trainer's
+# server (workflow/scripts/launch/warm_server.py) when it preloads this module, with its owner's PATH; a forked trainer's
 # provenance never looks git up again, so nothing a request carries can choose which git runs
 GIT = shutil.which("git")
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from . import factory
-from .config import IMPLS, ModelConfig
+from .contract import factory
+from .contract.model_config import IMPLS, ModelConfig
 from .layers import KANLinear
 
 _DEFAULT = ModelConfig()

@@ -5,11 +5,12 @@ synchronous step, so medians are taken per rank and then the max.
 
 from __future__ import annotations
 
-from . import anatomy, startup
 from . import lr as lr_rule
-from .config import Point
+from . import startup
+from .contract.point import Point
 from .env import DistInfo
 from .loop import STARTUP_STEPS
+from .probes import anatomy
 
 
 def optimizer_facts(point: Point, global_batch: int) -> dict:

@@ -9,9 +9,9 @@ highest), and `timing.startup_s` is their sum. A part that did not run is absent
     first_steps    kan/loop.py's STARTUP_STEPS untimed steps: numba loading its compiled kernels (the
                    JIT's cost), thread pools, first allocations, DDP's bucket rebuild
     kernel_choice  the timed choice between the Triton and the eager B-spline kernels (CUDA with
-                   Triton and a cubic B-spline layer: kan/kernel_choice.py); elsewhere the path is
+                   Triton and a cubic B-spline layer: kan/probes/kernel_choice.py); elsewhere the path is
                    looked up, not timed
-    anatomy        the anatomy probe: compute-only steps at two batches, one watched step (kan/anatomy.py)
+    anatomy        the anatomy probe: compute-only steps at two batches, one watched step (kan/probes/anatomy.py)
     capture        training.cuda_graphs: the eager warm-up steps and the capture (kan/graphs.py)
 
 The DDP-readiness check runs as a point of its own (experiment readiness), never inside a training

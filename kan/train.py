@@ -1,7 +1,7 @@
 """Train one measurement point under DDP and write its JSON record (rank 0).
 
 The one entry point the launcher starts (directly for one rank, under torchrun or srun for
-more). It takes the point as command-line flags (kan.config: one flag per Point field) and never
+more). It takes the point as command-line flags (kan.contract.point: one flag per Point field) and never
 reads config/. Examples:
 
     # one process, the DDP wrapper at world size 1 (the 1-GPU DDP baseline); no launcher needed
@@ -19,7 +19,7 @@ Measurement (shared DESIGN.md §3): every `--comm-probe-every`-th step runs unde
 flat all-reduce so that the replicas stay identical). Exposed communication = median(synced
 step) - median(no_sync step), both measured in this same run: separate runs are useless on a
 noisy machine. An `allreduce` point times all_reduce over a buffer-size sweep instead
-(kan/allreduce.py), through the same launch path and record.
+(kan/probes/allreduce.py), through the same launch path and record.
 
 Failures: everything from argument parsing to the last collective is inside the recorded region.
 A rank that fails writes its exception to torch.distributed.elastic's per-rank error file
@@ -41,9 +41,9 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from . import record as records
-from .config import Point, PointError
-from .point_args import add_point_arguments, point_from_args
+from .contract import record as records
+from .contract.point import Point, PointError
+from .contract.point_args import add_point_arguments, point_from_args
 
 
 class UsageError(ValueError):
@@ -174,13 +174,13 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         with process_group(info, device, run.pg_timeout_s) as backend:
             record["backend"] = backend
             if point.experiment == "allreduce":
-                from .allreduce import summarize_sweep, sweep
+                from .probes.allreduce import summarize_sweep, sweep
 
                 mine = sweep(point.allreduce, info, device)
                 per_rank = _gather(mine, info)
                 record.update(summarize_sweep(point.allreduce, info, per_rank, backend))
             elif point.experiment == "readiness":
-                from . import readiness
+                from .probes import readiness
 
                 record.update(readiness.run(point, device, info.rank))
                 record["ranks"] = [r["facts"] for r in _gather({"facts": metrics.rank_facts(device)}, info)]
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
 
 
 def _import_trainer(ddp: bool) -> float | None:
-    """Import what the trainer runs before its first step (kan/warm_fork.py's list), timed: the start-up's
+    """Import what the trainer runs before its first step (workflow/scripts/launch/warm_fork.py's list), timed: the start-up's
     `imports` part (kan/startup.py). None where torch was in the process already (a trainer forked from
     the warm server, which imported all of it; a test): nothing was imported for this point. torch._dynamo
     only with DDP, whose constructor imports it."""
@@ -224,7 +224,9 @@ def _import_trainer(ddp: bool) -> float | None:
     if ddp:
         import torch._dynamo  # noqa: F401
 
-    from . import _numba_bspline, data, distributed, layers, loop, metrics, models  # noqa: F401
+    from . import distributed, layers, loop, metrics, models  # noqa: F401
+    from .data import datasets  # noqa: F401
+    from .kernels import numba_bspline  # noqa: F401
 
     return time.perf_counter() - t0
 
@@ -264,10 +266,10 @@ def is_oom(e: BaseException) -> bool:
 
 
 def _set_numba_threads(n: int) -> None:
-    """numba's pool like the rank's torch threads (kan/_numba_bspline.py says why)."""
-    from . import _numba_bspline
+    """numba's pool like the rank's torch threads (kan/kernels/numba_bspline.py says why)."""
+    from .kernels import numba_bspline
 
-    _numba_bspline.set_num_threads(n)
+    numba_bspline.set_num_threads(n)
 
 
 def _gather(mine: dict, info) -> list[dict]:
@@ -305,7 +307,7 @@ def _summary_line(rec: dict) -> str:
 
 def exit_now(code: int) -> None:
     """A rank that measured (code 0) leaves without interpreter finalization: the atexit hooks run and
-    the streams are flushed, then os._exit (as kan/warm.py's forked trainers always leave). Why: gloo's
+    the streams are flushed, then os._exit (as workflow/scripts/launch/warm_server.py's forked trainers always leave). Why: gloo's
     worker thread drops its last reference to a finished collective (the final all_gather's tensors)
     just after the caller's wait() returned; a non-main rank, which writes no record, can reach
     Py_FinalizeEx first, the worker's GIL acquire then ends the thread inside a C++ destructor and

@@ -16,7 +16,7 @@ def root() -> Path:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Stop the warm-start servers this checkout's tests started (kan/warm.py; they would exit by
+    """Stop the warm-start servers this checkout's tests started (workflow/scripts/launch/warm_server.py; they would exit by
     themselves after a minute without work), so that a test run leaves no process behind. Not in a
     session that runs beside another (tests/run-all.sh sets KANSCALE_TESTS_BESIDE=1 for its Slurm
     session): that one's points may be using the server right now; the last session stops it."""
@@ -25,7 +25,7 @@ def pytest_sessionfinish(session, exitstatus):
     import signal
     import subprocess
 
-    out = subprocess.run(["pgrep", "-f", "kan.warm --socket="], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "launch.warm_server --socket="], capture_output=True, text=True).stdout
     for pid in (int(x) for x in out.split()):
         try:
             # a server inside a Slurm job serves that packed allocation's points (launch/main.py

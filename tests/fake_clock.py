@@ -1,7 +1,7 @@
 """A clock only the test moves, for the trainer's timers (kan/loop.py reads `time.perf_counter()`
 through its module's `time`): the training steps advance it by a known cost, so a test asserts
 the recorded times exactly instead of bounding wall-clock time (as tests/unit/test_anatomy.py does
-for kan/anatomy.py)."""
+for kan/probes/anatomy.py)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ import json
 import re
 from pathlib import Path
 
-from kan import factory
-from kan.config import Point
+from kan.contract import factory
+from kan.contract.point import Point
 from scaling.common.columns import model_family
 from scaling.tables.tidy import model_label
 

@@ -1,5 +1,5 @@
 """One rank of the readiness test (started by torchrun, tests/distributed/test_readiness.py): every
-model of argv[1] (a JSON list of ModelConfig keyword arguments) through kan.readiness.run on one gloo
+model of argv[1] (a JSON list of ModelConfig keyword arguments) through kan.probes.readiness.run on one gloo
 process group; rank 0 writes {label: checks} to argv[2]."""
 
 import json
@@ -8,8 +8,8 @@ import sys
 import torch.distributed as dist
 import torch
 
-from kan.config import ModelConfig, Placement, Point, TrainConfig
-from kan.readiness import run
+from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
+from kan.probes.readiness import run
 
 
 def main(models: str, out: str) -> None:

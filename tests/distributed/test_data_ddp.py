@@ -1,4 +1,4 @@
-"""Two real gloo ranks on a user's table (issue 22): the held-out rows are the same on every rank
+"""Two real gloo ranks on a user's table: the held-out rows are the same on every rank
 (their checksums agree), and the validation curve comes back in rank 0's record."""
 
 import json

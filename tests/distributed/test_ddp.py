@@ -11,7 +11,7 @@ import torch
 import pytest
 
 import plan
-from kan import record as records
+from kan.contract import record as records
 from launch.main import main as launch_main
 
 SMALL = ["--widths=2,8,1", "--grid-size=5", "--samples=2048", "--epochs=2", "--batch-per-rank=64",

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from waiting import PROGRESS, PROGRESS_LINE, wait_for
 
-from kan import record as records
-from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "workflow" / "scripts" / "launch_point.py"

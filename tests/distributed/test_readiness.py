@@ -1,4 +1,4 @@
-"""The DDP-readiness checks (kan/readiness.py) on a real 2-rank gloo group: every built-in and shipped
+"""The DDP-readiness checks (kan/probes/readiness.py) on a real 2-rank gloo group: every built-in and shipped
 implementation passes all five; the deliberately broken modules (tests/fixtures/broken_kan.py) fail
 the checks they break, naming the parameter or buffer; and a readiness point through the real trainer
 records its verdict."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kan import factory
-from kan.config import ModelConfig, Placement, Point, TrainConfig
+from kan.contract import factory
+from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_kan.py"

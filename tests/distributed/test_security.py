@@ -1,6 +1,6 @@
 """What SECURITY.md says kanscale does not trust (other local users), tested as such a user acts.
 
-The warm-start server (kan/warm.py), for real: uid 65534 (via setpriv, root only) finds the server,
+The warm-start server (workflow/scripts/launch/warm_server.py), for real: uid 65534 (via setpriv, root only) finds the server,
 connects and sends a request whose PATH holds a `git` that records `id`, and one that asks for a
 record in its own directory. Nothing may run or be written, with each of the two layers (a private
 socket directory, the peer's uid) broken in turn, and the owner's own points must still start warm.
@@ -26,7 +26,7 @@ from test_faults import short_point
 from waiting import wait_for
 
 from kan import metrics
-from kan import record as records
+from kan.contract import record as records
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,7 +108,7 @@ def server(tmp_path):
     env["TMPDIR"] = str(base)
     path = warm.socket_path(env)
     yield path, env
-    out = subprocess.run(["pgrep", "-f", f"kan.warm --socket={path}"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", f"launch.warm_server --socket={path}"], capture_output=True, text=True).stdout
     for pid in map(int, out.split()):
         os.kill(pid, signal.SIGTERM)
     shutil.rmtree(base, ignore_errors=True)
@@ -168,7 +168,7 @@ def test_another_local_user_cannot_run_anything_through_the_server(server, tmp_p
     try:
         try:
             # 1. as shipped: no abstract name to find, and the socket's directory is closed to others
-            pids = subprocess.run(["pgrep", "-f", f"kan.warm --socket={path}"], capture_output=True, text=True).stdout
+            pids = subprocess.run(["pgrep", "-f", f"launch.warm_server --socket={path}"], capture_output=True, text=True).stdout
             assert len(pids.split()) == 1, pids
             names = unix_names_of(int(pids))
             assert set(names) == {str(path)}, names  # the listener (and a closing connection), no "@name"

@@ -1,4 +1,4 @@
-"""The warm-start server (kan/warm.py, workflow/scripts/launch/warm.py) on real processes: a forked
+"""The warm-start server (workflow/scripts/launch/warm_server.py, workflow/scripts/launch/warm.py) on real processes: a forked
 trainer measures what a fresh interpreter measures, dies with its server, and anything unusual
 falls back to a fresh interpreter. (The fault matrix in test_faults.py runs through it too: it is
 the default for local CPU points.)"""
@@ -16,8 +16,8 @@ from pathlib import Path
 from test_faults import LAUNCHER, long_point, ranks_of, short_point, wait_training
 from waiting import PROGRESS, wait_for
 
-from kan import record as records
-from kan.config import LaunchSettings, Point
+from kan.contract import record as records
+from kan.contract.point import LaunchSettings, Point
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_killing_the_server_ends_its_trainer_and_the_next_point_starts_a_new_ser
     proc, out, log = launch(tmp_path, p, wait=False)
     rank = wait_training(p, log)[0]
     server = parent_of(rank)
-    assert "kan.warm" in Path(f"/proc/{server}/cmdline").read_bytes().decode()
+    assert "launch.warm_server" in Path(f"/proc/{server}/cmdline").read_bytes().decode()
     os.kill(server, signal.SIGKILL)
     assert proc.wait(timeout=60) == 0
     rec = records.read(out, p.id)
@@ -81,7 +81,7 @@ def test_a_server_that_cannot_fork_safely_is_refused_and_the_point_starts_fresh(
     it is unsafe, so it refuses and the client starts a fresh interpreter."""
     path = warm.server.private_dir() / f"warm-test-{os.getpid()}.sock"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    server = subprocess.Popen([sys.executable, "-m", "kan.warm", f"--socket={path}", "--idle-s=30"],
+    server = subprocess.Popen([sys.executable, "-m", "launch.warm_server", f"--socket={path}", "--idle-s=30"],
                               env={**env, "OPENBLAS_NUM_THREADS": "2"}, stdout=subprocess.PIPE, text=True)
     try:
         ready = server.stdout.readline()
@@ -114,7 +114,7 @@ def test_only_local_cpu_trainers_of_this_interpreter_are_forked():
 
 def test_a_server_serves_only_its_own_code_and_environment():
     """The trainer runs with the server's environment, so every key but the per-rank ones the launcher
-    sets (kan/warm.py REQUEST_ENV) picks the server."""
+    sets (workflow/scripts/launch/warm_server.py REQUEST_ENV) picks the server."""
     base = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PATH": "/bin", "HOME": "/root"}
     assert warm.server_key(base) == warm.server_key(dict(base, RANK="3", MASTER_PORT="29500",
                                                          KANSCALE_LAUNCH_CMD="python x"))

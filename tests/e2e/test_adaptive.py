@@ -12,7 +12,7 @@ import pytest
 import yaml
 from workflow_runs import copy_workflow, measured, snakemake, tiny
 
-from kan.config import Point
+from kan.contract.point import Point
 
 pytestmark = pytest.mark.e2e
 STUDY = "adapt"

@@ -1,4 +1,4 @@
-"""training.lr: tuned on a user's CSV through the local workflow (issue 30, slice 1): the one-rank
+"""training.lr: tuned on a user's CSV through the local workflow: the one-rank
 sweep runs first, lr_tuning.json names each implementation's rate, every tuned point trains at it
 and says why, the report shows the sweep; a sweep point measured again to the same choice re-runs
 no tuned point, and a sweep whose choice changed re-runs exactly that implementation's points."""

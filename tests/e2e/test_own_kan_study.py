@@ -1,4 +1,4 @@
-"""Your own KAN through the local workflow (issue 23): kanscale's KAN, a file factory (the shipped
+"""Your own KAN through the local workflow: kanscale's KAN, a file factory (the shipped
 example), the PyPI package inkan through one, and a deliberately broken module run as one study; each
 gets its two-rank DDP-readiness point, results/<study>/ddp_readiness.json holds the verdicts, and the
 report shows the implementations side by side with them. The broken module's training point fails

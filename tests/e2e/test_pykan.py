@@ -8,7 +8,7 @@ import sys
 import pytest
 from workflow_runs import ROOT, copy_workflow, snakemake
 
-from kan import record as records
+from kan.contract import record as records
 
 pytestmark = pytest.mark.e2e
 
@@ -30,6 +30,6 @@ def test_pykan_study_runs_beside_kanscale(tmp_path):
     section = html[html.index('<section id="operator">'):html.index('<section id="method">')]
     assert "pykan [2,32,1]" in section and "kan-bspline [2,32,1]" in section
     # kanscale's own environment never gets pykan: there `kan` is kanscale's package
-    where = subprocess.run([sys.executable, "-c", "import kan.config, kan; print(kan.__file__)"], cwd="/",
+    where = subprocess.run([sys.executable, "-c", "import kan.contract.point, kan; print(kan.__file__)"], cwd="/",
                            capture_output=True, text=True, check=True).stdout
     assert str(ROOT / "kan") in where

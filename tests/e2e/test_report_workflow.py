@@ -21,8 +21,8 @@ import workflow_runs
 from workflow_runs import ROOT, copy_workflow
 
 import plan
-from kan import record as records
-from kan.config import Point
+from kan.contract import record as records
+from kan.contract.point import Point
 from scaling.report.plots import FIGURES
 
 pytestmark = pytest.mark.e2e

@@ -23,7 +23,7 @@ from waiting import PROGRESS, PROGRESS_LINE, wait_for
 from workflow_runs import job_counts, measured
 
 import workflow_runs
-from kan import record as records
+from kan.contract import record as records
 
 pytestmark = pytest.mark.e2e
 
@@ -151,7 +151,7 @@ def test_full_study_produces_records_tables_and_report(study):
     html = (work / "reports" / STUDY / "report.html").read_text()
     for section in ("answer", "strong", "weak", "comm", "model_size", "anatomy"):
         assert f'id="{section}"' in html, section
-    # what bounds each training step, and which B-spline kernels ran (kan/anatomy.py, kan/kernel_choice.py)
+    # what bounds each training step, and which B-spline kernels ran (kan/probes/anatomy.py, kan/probes/kernel_choice.py)
     trained = [r for r in recs.values() if r["point"]["experiment"] != "allreduce"]
     assert all(r["anatomy"]["bound"] in ("dispatch", "compute", "communication") for r in trained)
     assert {r["kernels"]["path"] for r in trained} <= {"numba", "eager"} and all(r["kernels"]["why"] for r in trained)

@@ -1,5 +1,5 @@
 """A user's CSV through the local Slurm with a tuned rate, the critical batch and a held-out target
-(issue 30; tests/slurm/study-csv.yaml): the one-rank sweep runs first and lr_tuning.json names a
+(tests/slurm/study-csv.yaml): the one-rank sweep runs first and lr_tuning.json names a
 rate per implementation, every tuned point trains at it inside a packed allocation, the batch
 experiment gives critical_batch.json, the guidelines carry a time-to-accuracy verdict per model and
 the KAN against the MLP, and the report shows the rates, the critical batch and the verdict. The

@@ -1,4 +1,4 @@
-"""What bounds a step (kan/anatomy.py): the line through two batch sizes, the bound rule, the record's
+"""What bounds a step (kan/probes/anatomy.py): the line through two batch sizes, the bound rule, the record's
 summary from every rank, and a real measurement on a module of known fixed and per-sample cost that
 leaves the model as it found it."""
 
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kan import anatomy
+from kan.probes import anatomy
 from kan.models import KAN
 
 

@@ -1,4 +1,4 @@
-"""Can it be captured? (kan/capture.py) on a CPU: each thing that breaks CUDA-graph capture fails the
+"""Can it be captured? (kan/probes/capture.py) on a CPU: each thing that breaks CUDA-graph capture fails the
 check naming its operator and where it ran; what is legitimately fine passes; kanscale's own KAN
 passes on both kernel paths a GPU may take (eager, and Triton with its launches stubbed), and
 fails when the Triton path builds a tensor per call again."""
@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kan import _triton_bspline, capture
-from kan.config import ModelConfig
+from kan.kernels import triton_bspline
+from kan.probes import capture
+from kan.contract.point import ModelConfig
 from kan.models import KAN, build_model
 
 
@@ -128,12 +129,12 @@ def test_the_triton_path_is_really_taken_with_its_launches_stubbed():
         r = capture.run_path(model, (2, 1))
         launched.append(seen["launches"])
     assert r["pass"] is True and launched[0] >= 6  # 2 layers x (features in warm-up and step) + grad_x
-    assert _triton_bspline.usable.__module__ == "kan._triton_bspline"  # put back after the block
+    assert triton_bspline.usable.__module__ == "kan.kernels.triton_bspline"  # put back after the block
 
 
 def test_the_triton_path_fails_when_it_builds_its_constants_per_call(monkeypatch):
     # the bug the capture check exists to find: [t0, inv_h] as a new tensor in every forward
-    monkeypatch.setattr(_triton_bspline, "_consts",
+    monkeypatch.setattr(triton_bspline, "_consts",
                         lambda x, spline: torch.tensor([spline.t0, spline.inv_h], dtype=x.dtype, device=x.device))
     r = capture.check(KAN((2, 8, 1), 5, 3, (-2.0, 2.0), "bspline"), (2, 1))
     assert r["pass"] is False

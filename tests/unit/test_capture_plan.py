@@ -1,5 +1,5 @@
 """training.cuda_graphs at plan time: an implementation whose training step cannot be captured as a
-CUDA graph (kan/capture.py) is refused, naming the config file, the key, the implementation and the
+CUDA graph (kan/probes/capture.py) is refused, naming the config file, the key, the implementation and the
 operator; kanscale's own KAN and the MLPs plan (they pass on every path, so they start no child);
 your own factories are checked in the factory check's child process, so user code that exits there
 is one error naming the model being checked."""

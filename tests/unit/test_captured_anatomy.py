@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from kan import anatomy
+from kan.probes import anatomy
 
 # eager line: 3 ms fixed + 1 us a sample (b = 16 and 64)
 RAW = {"batches": [16, 64], "step_s": [0.003016, 0.003064], "ops_per_step": 400, "ops_kind": "k", "gpu_busy_pct": 3.0}

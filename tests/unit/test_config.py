@@ -1,6 +1,6 @@
 """Config validation: defaults filled, and every bad input gets one line naming the file (or
 --config) and the key; every schema key has a description, and a default or bound stated both in the
-schema and in code (kan.config's dataclasses) agrees, with no literal fallback for a schema default."""
+schema and in code (kan.contract.point's dataclasses) agrees, with no literal fallback for a schema default."""
 
 import ast
 import copy
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import plan
-from kan.config import BASES, EXPERIMENTS, IMPLS, ModelConfig, Placement, Point, TrainConfig
+from kan.contract.point import BASES, EXPERIMENTS, IMPLS, ModelConfig, Placement, Point, TrainConfig
 
 MINIMAL = {"experiments": {"strong": {"global_batch": 64, "topologies": [{"nodes": 1, "gpus_per_node": 2}]}}}
 
@@ -268,7 +268,7 @@ def disagreements(schema: dict) -> list[str]:
             out.append(f"{key}: enum {items.get('enum')} in the schema, {f.metadata['choices']} in {cls.__name__}.{name}")
     if set(schema["properties"]["experiments"]["properties"]) != set(EXPERIMENTS):
         out.append(f"experiments: {sorted(schema['properties']['experiments']['properties'])} in the schema, "
-                   f"kan.config.EXPERIMENTS = {EXPERIMENTS}")
+                   f"kan.contract.point.EXPERIMENTS = {EXPERIMENTS}")
     return out
 
 

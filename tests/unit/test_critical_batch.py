@@ -1,4 +1,4 @@
-"""The batch experiment and the critical batch (issue 30, slice 2): its points in the plan, B_crit
+"""The batch experiment and the critical batch: its points in the plan, B_crit
 recovered within its interval from samples-to-target generated with known E_min and S_min, and
 the statuses that say why there is no value."""
 

@@ -1,4 +1,4 @@
-"""The data section (issue 22): Feynman formulas against hand-computed values, tables read and checked
+"""The data section: Feynman formulas against hand-computed values, tables read and checked
 once at plan time (each bad file one line naming the file and the column, nothing written), the
 held-out split, and point ids: unchanged for the default data, changed by a file's content."""
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import plan
-from kan import feynman, tables
-from kan.config import Point, PointError
-from kan.data import load_data
-from kan.data_config import DataConfig
+from kan.data import feynman, user_tables
+from kan.contract.point import Point, PointError
+from kan.data.datasets import load_data
+from kan.contract.data_config import DataConfig
 
 PI = math.pi
 # (equation, inputs in the database's order, value by hand)
@@ -73,7 +73,7 @@ def test_a_csv_and_an_npz_table_read_alike(tmp_path):
     arr = np.array(rows)
     np.savez(tmp_path / "t.npz", a=arr[:, 0], b=arr[:, 1], label=arr[:, 2].astype(int))
     for path in (f, tmp_path / "t.npz"):
-        t = tables.read_table(DataConfig(kind="file", path=str(path), target="label", task="classification"))
+        t = user_tables.read_table(DataConfig(kind="file", path=str(path), target="label", task="classification"))
         assert t.features == ("a", "b") and t.x.shape == (200, 2) and t.classes == (0, 1)
         assert np.allclose(t.x, arr[:, :2]) and list(t.y[:4]) == [0, 1, 0, 1]
 
@@ -87,8 +87,8 @@ def test_parquet_without_pyarrow_says_so(tmp_path):
         pass
     f = tmp_path / "t.parquet"
     f.write_bytes(b"PAR1")
-    with pytest.raises(tables.DataError, match=r"t\.parquet: reading Parquet needs pyarrow"):
-        tables.read_table(DataConfig(kind="file", path=str(f), target="y"))
+    with pytest.raises(user_tables.DataError, match=r"t\.parquet: reading Parquet needs pyarrow"):
+        user_tables.read_table(DataConfig(kind="file", path=str(f), target="y"))
 
 
 def test_a_good_file_plans_with_its_hash_and_absolute_path(tmp_path, monkeypatch):
@@ -168,18 +168,18 @@ def test_feynman_equations_are_an_axis_and_sklearn_plans():
 # ---- split, standardisation, ids -----------------------------------------------------------------
 
 def test_the_held_out_split_is_seeded_disjoint_and_rank_free():
-    train, val = tables.split(100, 0.2, seed=7)
+    train, val = user_tables.split(100, 0.2, seed=7)
     assert len(val) == 20 and len(train) == 80 and not set(train) & set(val) and set(train) | set(val) == set(range(100))
-    again = tables.split(100, 0.2, seed=7)
+    again = user_tables.split(100, 0.2, seed=7)
     assert all(np.array_equal(a, b) for a, b in zip((train, val), again))
-    assert not np.array_equal(val, tables.split(100, 0.2, seed=8)[1])
+    assert not np.array_equal(val, user_tables.split(100, 0.2, seed=8)[1])
 
 
 def test_features_are_standardised_with_the_training_rows(tmp_path):
     _csv(tmp_path / "t.csv", ["a", "b", "y"], [(i, 100 + 3 * i, i % 2) for i in range(50)])
     d = DataConfig(kind="file", path=str(tmp_path / "t.csv"), target="y", task="classification")
     data = load_data(d, num_samples=500, input_dim=2, noise=0.0, seed=0)
-    train_rows = 50 - tables.num_held_out(50, 0.2)
+    train_rows = 50 - user_tables.num_held_out(50, 0.2)
     x = data.x[:train_rows].double()  # the first training rows once each (row i mod the training rows)
     assert x.mean(0).abs().max() < 1e-6 and (x.std(0, unbiased=False) - 1).abs().max() < 1e-6
     assert data.x.shape == (500, 2) and data.y.dtype.is_floating_point is False and len(data.y_val) == 10
@@ -226,7 +226,7 @@ def test_the_shipped_real_data_config_plans(root):
 
 def test_the_schema_lists_the_equations_and_datasets_the_code_has():
     props = plan.load_schema()["properties"]["data"]["properties"]
-    from kan.data_config import KINDS, SKLEARN, TASKS
+    from kan.contract.data_config import KINDS, SKLEARN, TASKS
 
     assert props["equations"]["items"]["enum"] == list(feynman.EQUATIONS)
     assert props["name"]["enum"] == ["", *SKLEARN]

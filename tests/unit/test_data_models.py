@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from kan import KAN, MLP, build_model
-from kan.config import ModelConfig
-from kan.data import make_dataset, shard_indices
+from kan.contract.point import ModelConfig
+from kan.data.datasets import make_dataset, shard_indices
 from kan.models import matched_mlp_widths, mlp_param_count, num_params
 
 

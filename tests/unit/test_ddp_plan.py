@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import plan
-from kan.config import Point, PointError, TrainConfig
+from kan.contract.point import Point, PointError, TrainConfig
 from kan.train import parse
 
 CFG = {"study": "d", "device": "cpu", "repeats": 1, "model": {"widths": [2, 16, 1], "grid_size": 5},

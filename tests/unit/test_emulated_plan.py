@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import plan
-from kan.config import LaunchSettings, Placement, Point, PointError, TrainConfig
+from kan.contract.point import LaunchSettings, Placement, Point, PointError, TrainConfig
 from launch import commands, netemu
 from scaling.common.columns import SIMULATED, emulated_class, is_emulated, link_rate, placement_class
 from scaling.model.fit import training_rows

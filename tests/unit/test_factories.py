@@ -1,4 +1,4 @@
-"""model.impl as your own factory (kan/factory.py, plan/factories.py): resolved against the config
+"""model.impl as your own factory (kan/contract/factory.py, plan/factories.py): resolved against the config
 file, checked at plan time with one clear error per cause, carried into the point's id with the
 file's content hash, and built by the trainer's model factory."""
 
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import plan
-from kan import factory
-from kan.config import ModelConfig, Point, PointError
+from kan.contract import factory
+from kan.contract.point import ModelConfig, Point, PointError
 from kan.models import build_model
 
 GOOD = """
@@ -65,7 +65,7 @@ def test_a_file_factory_relative_to_its_config_file_plans_with_its_hash(tmp_path
     assert a(torch.zeros(3, 2)).shape == (3, 1)
     # the point round-trips through its JSON and its command line
     assert Point.from_json(json.loads(json.dumps(p.to_json()))) == p
-    from kan.point_args import point_from_args
+    from kan.contract.point_args import point_from_args
     from kan.train import build_parser
 
     assert point_from_args(build_parser().parse_args([*p.to_argv(), "--out=x.json"])) == p

@@ -1,4 +1,4 @@
-"""training.cuda_graphs (kan/graphs.py, issue 31 item 3): refused at plan time in a device: cpu study
+"""training.cuda_graphs (kan/graphs.py): refused at plan time in a device: cpu study
 naming the key, a point that finds no GPU fails naming it, the rate reaches a captured Adam through
 its device tensor, and on CUDA (skipped without one) a captured step trains exactly as the eager one
 over 50 steps at world size 1. Capture's loose ends, on the CPU with a stand-in graph: the graph is
@@ -19,9 +19,9 @@ import torch.nn.functional as F
 
 import plan
 from kan import ddp_wrap, graphs, loop
-from kan import record as records
+from kan.contract import record as records
 from kan import train
-from kan.config import ModelConfig
+from kan.contract.point import ModelConfig
 from kan.models import build_model
 
 CFG = {"study": "g", "device": "cpu", "repeats": 1, "model": {"widths": [2, 16, 1], "grid_size": 5},

@@ -9,7 +9,7 @@ import pytest
 from fake_clock import on_loop_clock, ticking
 
 from kan import loop, train
-from kan import record as records
+from kan.contract import record as records
 from scaling.tables.tidy import collect
 
 SMALL = ["--widths=2,8,2", "--grid-size=5", "--samples=1024", "--epochs=1", "--batch-per-rank=32",

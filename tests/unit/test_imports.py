@@ -9,7 +9,7 @@ from pathlib import Path
 from plan.imports import imported_record
 import plan
 import pytest
-from kan import record
+from kan.contract import record
 from plan import imports
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Triton only where it wins (kan/kernel_choice.py, issue 31 item 4): the faster timed path is chosen
+"""Triton only where it wins (kan/probes/kernel_choice.py): the faster timed path is chosen
 and the record says which ran and why; on a CPU no choice is timed; the anatomy table names the
 path. On CUDA (skipped without one) the choice is timed, recorded, and leaves the model as it was."""
 
@@ -6,10 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kan import _triton_bspline, kernel_choice
-from kan import record as records
+from kan.kernels import triton_bspline
+from kan.probes import kernel_choice
+from kan.contract import record as records
 from kan import train
-from kan.config import ModelConfig
+from kan.contract.point import ModelConfig
 from kan.models import build_model
 
 
@@ -65,7 +66,7 @@ def test_the_cuda_choice_is_timed_recorded_and_undone():
     try:
         k = kernel_choice.choose(model, model, F.mse_loss, x, y, 1e-3, device, ddp=False)
         assert k["path"] in ("triton", "eager") and set(k["timed_ms"]) == {"triton", "eager"}
-        assert _triton_bspline.available() == (k["path"] == "triton")
+        assert triton_bspline.available() == (k["path"] == "triton")
         assert all(torch.equal(before[n], v) for n, v in model.state_dict().items())
     finally:
-        _triton_bspline.set_enabled(True)
+        triton_bspline.set_enabled(True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kan.config import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
+from kan.contract.point import LaunchSettings, ModelConfig, Placement, Point, TrainConfig
 from kan.train import parse
 from launch import claims, commands, failure, slurm
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from kan import KAN, KANLinear, _eager_bspline, _numba_bspline, layers
+from kan import KAN, KANLinear, layers
+from kan.kernels import eager_bspline as _eager_bspline, numba_bspline as _numba_bspline
 from kan.layers import BASES, _BSplineKANFunction
 
 CONFIGS = [
@@ -159,7 +160,8 @@ _THREADS_CHECK = """
 import os, torch
 torch.set_num_threads(1)
 import numba
-from kan import KANLinear, _numba_bspline
+from kan import KANLinear
+from kan.kernels import numba_bspline as _numba_bspline
 assert "NUMBA_NUM_THREADS" not in os.environ  # importing kan leaves the environment alone
 x = torch.rand(64, 2, requires_grad=True)
 KANLinear(2, 3)(x).sum().backward()  # numba's first parallel call starts its OpenMP pool
@@ -193,7 +195,7 @@ def test_set_num_threads_rejects_less_than_one():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the fused GPU path cannot run here")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_fused_gpu_path_matches_eager(dtype):
-    from kan import _triton_bspline
+    from kan.kernels import triton_bspline as _triton_bspline
 
     if not _triton_bspline.available():
         pytest.skip("triton is not importable: the layer uses the eager path on CUDA")
@@ -214,7 +216,8 @@ def test_fused_gpu_path_matches_eager(dtype):
 _INTERPRETER_CHECK = """
 import itertools
 import torch
-from kan import KANLinear, _numba_bspline, _triton_bspline
+from kan import KANLinear
+from kan.kernels import numba_bspline as _numba_bspline, triton_bspline as _triton_bspline
 assert _triton_bspline._INTERPRET
 for (dtype, tol), num_out in itertools.product(((torch.float64, 1e-12), (torch.float32, 1e-4)), (1, 3)):
     torch.manual_seed(0)

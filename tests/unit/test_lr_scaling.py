@@ -10,11 +10,12 @@ import pytest
 import torch
 
 import plan
-from kan import anatomy, loop
+from kan.probes import anatomy
+from kan import loop
 from kan import lr as lr_rule
-from kan import record as records
+from kan.contract import record as records
 from kan import train
-from kan.config import Placement, Point, PointError, TrainConfig
+from kan.contract.point import Placement, Point, PointError, TrainConfig
 from kan.train import parse
 
 RANKS = (1, 2, 4, 8)

@@ -1,4 +1,4 @@
-"""training.lr: tuned (issue 30, slice 1): the one-rank sweep's points in the plan, the rate chosen
+"""training.lr: tuned: the one-rank sweep's points in the plan, the rate chosen
 from records of known truth (a known best rate, a tie, a best rate at either end, a fixed target
 reached soonest, none reached, failed sweep points), and a tuned point taking the chosen rate
 without changing its id."""
@@ -10,7 +10,7 @@ import json
 import pytest
 
 import plan
-from kan.config import Point, PointError, TrainConfig
+from kan.contract.point import Point, PointError, TrainConfig
 from launch import tuned
 from scaling.tables.lrtune import choose, sweep_run
 

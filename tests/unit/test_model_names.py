@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import plan
-from kan import record as records
+from kan.contract import record as records
 from model_names import display_names, model_names, stray_names
 from scaling.tables.tidy import collect
 

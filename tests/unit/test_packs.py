@@ -114,7 +114,7 @@ def test_squeue_lines_of_single_jobs_and_packs(tmp_path):
 
 
 def test_a_live_packs_points_it_has_recorded_are_not_running(tmp_path):
-    from kan import record as records
+    from kan.contract import record as records
 
     cfg = plan.validate_config(json.loads(json.dumps(BASE)))
     a, b = list(plan.build_points(cfg).values())[:2]

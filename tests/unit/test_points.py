@@ -7,8 +7,8 @@ import json
 import pytest
 
 import plan
-from kan import record as records
-from kan.config import Point, PointError, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import Point, PointError, TrainConfig
 from kan.train import parse
 
 CFG = {

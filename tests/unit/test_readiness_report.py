@@ -4,8 +4,8 @@ the guidelines about an implementation that failed a check."""
 
 import json
 
-from kan import record as records
-from kan.config import ModelConfig, Placement, Point, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
 from scaling.report.render import config_echo, readiness_context, with_readiness_notes
 from scaling.tables.readiness import failed_checks, verdicts
 

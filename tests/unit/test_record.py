@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kan import record as records
+from kan.contract import record as records
 from test_points import _ok_record
 
 

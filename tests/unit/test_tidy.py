@@ -3,8 +3,8 @@ says what its last attempt was."""
 
 import json
 
-from kan import record as records
-from kan.config import ModelConfig, Placement, Point, TrainConfig
+from kan.contract import record as records
+from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
 from scaling.tables.tidy import collect
 
 

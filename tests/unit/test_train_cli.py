@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kan import record as records
+from kan.contract import record as records
 from kan import train
 
 SMALL = ["--widths=2,4,1", "--grid-size=5", "--samples=1024", "--batch-per-rank=64", "--warmup-steps=2",

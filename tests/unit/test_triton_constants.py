@@ -8,8 +8,8 @@ import types
 import pytest
 import torch
 
-from kan import _triton_bspline
-from kan._eager_bspline import LocalBSpline
+from kan.kernels import triton_bspline as _triton_bspline
+from kan.kernels.eager_bspline import LocalBSpline
 
 
 class _Launch:

@@ -48,7 +48,7 @@ rule collect_measurements:
         "{PYTHON:q} {SCRIPTS_DIR:q}/collect.py {params.io} {params.args} > {log:q} 2>&1"
 
 
-# experiments.readiness: each implementation's DDP-readiness verdict from its check point (kan/readiness.py)
+# experiments.readiness: each implementation's DDP-readiness verdict from its check point (kan/probes/readiness.py)
 rule ddp_readiness:
     input:
         planned=rules.write_plan.output.points,

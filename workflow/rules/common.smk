@@ -30,7 +30,7 @@ STUDY = config["study"]
 # the study's records, one file per point: the folder every step that reads records is given
 POINTS_DIR = f"results/{STUDY}/points"
 BENCHMARKS_DIR = f"results/{STUDY}/benchmarks"
-POINTS = plan.build_points(config)  # {id: kan.config.Point}
+POINTS = plan.build_points(config)  # {id: kan.contract.point.Point}
 # plain globals, not params: params are rerun triggers, and neither the interpreter's path, the
 # checkout's location, the time limits nor snakemake's pid changes what a point measures
 PYTHON = sys.executable

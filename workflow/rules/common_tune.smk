@@ -81,7 +81,7 @@ def get_critical_input(wildcards):
 
 
 def readiness_ids():
-    """The readiness check points the analysis reads (experiments.readiness, kan/readiness.py)."""
+    """The readiness check points the analysis reads (experiments.readiness, kan/probes/readiness.py)."""
     return [pid for pid in measured_ids(LAST_LOOK) if POINTS[pid].experiment == "readiness"]
 
 

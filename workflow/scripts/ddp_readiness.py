@@ -1,4 +1,4 @@
-"""Workflow step: the readiness check points' records (experiment readiness, kan/readiness.py) ->
+"""Workflow step: the readiness check points' records (experiment readiness, kan/probes/readiness.py) ->
 results/<study>/ddp_readiness.json, each implementation's checks (scaling/tables/readiness.py)."""
 
 import json

@@ -6,7 +6,7 @@ matched them at plan time), each marked `source: imported` with where it came fr
 import sys
 from pathlib import Path
 
-from kan import record
+from kan.contract import record
 
 import plan
 from plan import imports

@@ -23,7 +23,7 @@ from scaling.model.build import fit_performance_model
 from scaling.tables.build import compute_tables
 from scaling.tables.tidy import collect, read_job_wall
 
-from kan.config import Point
+from kan.contract.point import Point
 
 
 def costs(measurements, default_wall_s: float) -> tuple[dict[str, float], float]:

@@ -6,8 +6,8 @@ in the point JSON its launcher gets (common_tune.smk tuned_point, workflow/scrip
 import sys
 from pathlib import Path
 
-from kan import record as records
-from kan.config import Point
+from kan.contract import record as records
+from kan.contract.point import Point
 from scaling.common.io import step_args, write_json
 from scaling.tables.lrtune import choose, sweep_run
 from scaling.tables.tidy import model_label

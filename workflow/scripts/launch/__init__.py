@@ -10,7 +10,7 @@
     isolation  what else ran on the point's machine when it started
     slurm      scontrol/squeue helpers (job facts, live jobs of a study, packed allocations)
     allocation a point's turn inside its Slurm job (a pack runs several), the job's queue facts
-    warm       a local CPU trainer forked by the warm-start server (kan/warm.py), else None
+    warm       a local CPU trainer forked by the warm-start server (warm_server.py), else None
     netemu     the emulated cluster as callers use it: each node's link (tbf), its probe, one point's
                session; re-exports what they use of
     netns      the emulated cluster's namespaces, bridge, addresses, CPU sets and state file

@@ -21,9 +21,9 @@ import socket
 import sys
 from pathlib import Path
 
-from kan import config as kan_config
+from kan.contract import point as kan_config
 from kan import env as kan_env
-from kan.config import LaunchSettings, Point
+from kan.contract.point import LaunchSettings, Point
 
 from . import geometry, netemu
 

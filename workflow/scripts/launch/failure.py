@@ -21,7 +21,7 @@ import re
 import signal
 from pathlib import Path
 
-from kan import record as records
+from kan.contract import record as records
 
 # what a surviving rank sees when a peer died: never the first cause
 COLLATERAL = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "DistNetworkError",

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from kan import env as kan_env
-from kan import record as records
-from kan.config import LaunchSettings, Point, PointError
+from kan.contract import record as records
+from kan.contract.point import LaunchSettings, Point, PointError
 
 from . import allocation, claims, commands, failure, isolation, netemu, slurm, tuned
 from .procs import ProcessTree, alive
@@ -57,9 +57,9 @@ def nccl_tuning_lines(lines: list[str], limit: int = 40) -> list[str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--point", required=True, help="the point as JSON (kan.config.Point.to_json)")
-    ap.add_argument("--launch", default="{}", help="launch settings as JSON (kan.config.LaunchSettings)")
-    ap.add_argument("--limits", default="{}", help="the study's limits as JSON (kan.config.Limits)")
+    ap.add_argument("--point", required=True, help="the point as JSON (kan.contract.point.Point.to_json)")
+    ap.add_argument("--launch", default="{}", help="launch settings as JSON (kan.contract.point.LaunchSettings)")
+    ap.add_argument("--limits", default="{}", help="the study's limits as JSON (kan.contract.point.Limits)")
     ap.add_argument("--out", required=True, help="results/<study>/points/<id>.json")
     ap.add_argument("--runtime-min", type=int, default=None, help="this point's time limit (overrides --launch's)")
     ap.add_argument("--retry-token", default="")

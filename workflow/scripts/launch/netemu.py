@@ -22,8 +22,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from kan.config import Placement
-from kan.fields import default
+from kan.contract.point import Placement
+from kan.contract.fields import default
 
 from .netns import (IFNAME, PREFIX, STATE_DIR, SUBNETS, Cluster, EmulationError, Node, down, down_all,  # noqa: F401
                     from_state, in_ns, link_states, locked, node_cpus, nodes_at, owner_alive, plan, read_state,

@@ -10,7 +10,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from kan import record as records
+from kan.contract import record as records
 
 TIMEOUT_S = 60
 # the executor plugin's job comment: rule_<rule>_wildcards_<wildcard values joined by _>

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from kan.config import Point
+from kan.contract.point import Point
 
 
 class TuningError(ValueError):

@@ -1,9 +1,9 @@
-"""Start a local CPU trainer by forking the warm-start server (kan/warm.py) instead of a fresh
+"""Start a local CPU trainer by forking the warm-start server (warm_server.py) instead of a fresh
 interpreter: the point's overhead drops by the trainer's import time (~3.6 s on the 2-core test
 machine, BENCHMARKS.md). The first point of a run starts the server and waits for its imports like
 a fresh trainer would; later points (of any study with the same interpreter, kan sources and
 environment) fork in milliseconds. Anything unusual falls back to a fresh interpreter: the warm
-path is an optimisation, never a requirement. The server serves only this user: kan/warm.py says
+path is an optimisation, never a requirement. The server serves only this user: warm_server.py says
 how (a private socket directory, the peer's uid, a narrow request) and SECURITY.md why.
 
 Only `python -m kan.train` of this interpreter on device cpu is sent (pykan runs in its own
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from kan import warm as server
+from . import warm_server as server
 
 from .commands import KAN_DIR
 
@@ -38,7 +38,7 @@ START_TIMEOUT_S = 90.0
 IDLE_S = 60.0
 SERVER_UP_S = 5.0  # a started server binds its socket within milliseconds; past this, start fresh
 # what the client sets for the server process only; the trainer gets the launcher's values back
-# (kan/warm.py child_env). OPENBLAS_NUM_THREADS=1 keeps the server single-threaded (kan/warm.py
+# (warm_server.py child_env). OPENBLAS_NUM_THREADS=1 keeps the server single-threaded (warm_server.py
 # says why); the padding is room for the children's process titles (their kan.train command lines,
 # ~1 KB), which setproctitle writes over the server's argv + environment block
 SERVER_SETTINGS = {"OPENBLAS_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -51,7 +51,7 @@ def eligible(cmd: list[str], device: str) -> bool:
 
 def split_env(env: dict) -> tuple[dict, dict]:
     """(the server's environment, the request's per-rank keys): a request carries only
-    kan/warm.py's REQUEST_ENV; everything else the trainer reads comes from the server."""
+    warm_server.py's REQUEST_ENV; everything else the trainer reads comes from the server."""
     request = {k: v for k, v in env.items() if k in server.REQUEST_ENV}
     return {k: v for k, v in env.items() if k not in server.REQUEST_ENV}, request
 
@@ -64,8 +64,9 @@ def server_key(env: dict) -> str:
     spec = importlib.util.find_spec("torch")
     origin = Path(spec.origin) if spec and spec.origin else None
     h.update(f"{sys.executable}\0{origin}\0{origin.stat().st_mtime_ns if origin else 0}\0".encode())
-    for path in sorted(KAN_DIR.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    # the trainer's package and the server's own two modules: a change to any of them is a new server
+    for path in [*sorted(KAN_DIR.rglob("*.py")), Path(server.__file__), Path(server.__file__).with_name("warm_fork.py")]:
+        h.update(str(path.relative_to(path.parents[1])).encode() + b"\0" + path.read_bytes())
     base, _ = split_env(env)
     for key in sorted(base):
         h.update(f"{key}={base[key]}\0".encode())
@@ -73,7 +74,7 @@ def server_key(env: dict) -> str:
 
 
 def socket_path(env: dict) -> Path:
-    """The server's socket in this user's private directory (kan/warm.py private_dir)."""
+    """The server's socket in this user's private directory (warm_server.py private_dir)."""
     return server.private_dir(env) / f"warm-{server_key(env)}.sock"
 
 
@@ -101,7 +102,7 @@ def _start_server(path: Path, env: dict) -> None:
     fd = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)
     with os.fdopen(fd, "ab") as out:
-        subprocess.Popen([sys.executable, "-m", "kan.warm", f"--socket={path}", f"--idle-s={IDLE_S}"], env=server_env,
+        subprocess.Popen([sys.executable, "-m", "launch.warm_server", f"--socket={path}", f"--idle-s={IDLE_S}"], env=server_env,
                          cwd=str(KAN_DIR.parent), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                          start_new_session=True, close_fds=True)
 

@@ -5,7 +5,7 @@
     checks.py    the rules the schema cannot say (one batch for strong, limits, buildable points)
     fields.py    config key -> kan dataclass field (CONFIG_FIELDS); launch_settings, limits
     data.py      the `data:` section -> kan DataConfigs; a table read and checked once, hashed
-    points.py    build_points: experiments x models x topologies x links x repeats -> kan.config.Point;
+    points.py    build_points: experiments x models x topologies x links x repeats -> kan.contract.point.Point;
                  ddp settings that cannot run under CUDA-graph capture left out (ddp_left_out)
     runtimes.py  step-time estimates from earlier records; each point's time limit
     state.py     record_state, retry_token (which points run again), ANALYSIS_RULES
@@ -14,7 +14,7 @@
     packs.py     resources.pack: the points still to run, grouped by Slurm geometry into allocations
 
 Pure Python, imported by the workflow (common.smk), `make plan` (study.py) and the tests. The
-fields of a point are defined once, in kan/config.py; this package only maps config keys onto
+fields of a point are defined once, in kan/contract/point.py; this package only maps config keys onto
 them. Below: what callers use. The modules import each other directly, never this file.
 """
 

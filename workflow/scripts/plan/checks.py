@@ -1,14 +1,14 @@
 """The rules of a study config that JSON Schema cannot say well, as (config key, message): one
 experiment at least, exactly one batch for strong scaling, no placement listed twice, limits
 kept, every point buildable (a point its dataclasses reject is named with its experiment), and
-with CUDA graphs asked for, every implementation's training step capturable (kan/capture.py).
+with CUDA graphs asked for, every implementation's training step capturable (kan/probes/capture.py).
 """
 
 from __future__ import annotations
 
-from kan import factory
-from kan.config import EXPERIMENTS
-from kan.data_config import SKLEARN
+from kan.contract import factory
+from kan.contract.point import EXPERIMENTS
+from kan.contract.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from . import factories
@@ -147,7 +147,7 @@ def _capture_key(cfg: dict) -> str | None:
 
 def capture_problems(cfg: dict, models: list) -> list[tuple[str, str]]:
     """With a captured step asked for, each implementation whose training step cannot be captured
-    as a CUDA graph (kan/capture.py on the meta device, every kernel path a GPU may take), naming it
+    as a CUDA graph (kan/probes/capture.py on the meta device, every kernel path a GPU may take), naming it
     and the operators: a point of it would fail at capture, after its start-up. Your own factories
     are checked, in the factory check's child process (plan/factories.py); the built-in models pass
     on every basis and kernel path (tests/unit/test_capture.py), so a study of them starts no child
@@ -242,7 +242,7 @@ def _capture_only_problems(cfg: dict) -> list[tuple[str, str]]:
 
 
 def _limit_problems(cfg: dict, limits) -> list[tuple[str, str]]:
-    """Widths, placements and repeats above the study's limits (kan.config.Limits)."""
+    """Widths, placements and repeats above the study's limits (kan.contract.point.Limits)."""
     problems = []
     raise_it = "in the study config if your cluster really needs it"
     for i, w in enumerate(cfg["model"]["widths"]):

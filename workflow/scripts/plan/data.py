@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from kan import tables
-from kan.data_config import DataConfig
-from kan.feynman import num_inputs
-from kan.fields import PointError
+from kan.data import user_tables
+from kan.contract.data_config import DataConfig
+from kan.data.feynman import num_inputs
+from kan.contract.fields import PointError
 
 # config keys of `data:` that reach DataConfig as they are (the schema's defaults are checked
 # against its fields by tests/unit/test_config.py); path and equations are resolved below
@@ -83,8 +83,8 @@ def _table(kw: dict, widths: tuple, problems: list, seed: int) -> list[Dataset]:
     if dc is None:
         return []
     try:
-        table = tables.read_table(dc)
-    except tables.DataError as e:
+        table = user_tables.read_table(dc)
+    except user_tables.DataError as e:
         problems.append(("data.path" if dc.kind == "file" else "data.name", str(e)))
         return []
     n_in = len(table.features)
@@ -99,10 +99,10 @@ def _table(kw: dict, widths: tuple, problems: list, seed: int) -> list[Dataset]:
     if len(table.y) < 2:
         problems.append(("data.path", f"{table.source}: {len(table.y)} row(s): nothing to hold out"))
         return []
-    train_rows = len(table.y) - tables.num_held_out(len(table.y), dc.val_fraction)
-    train, _ = tables.split(len(table.y), dc.val_fraction, seed)  # the points' own split
+    train_rows = len(table.y) - user_tables.num_held_out(len(table.y), dc.val_fraction)
+    train, _ = user_tables.split(len(table.y), dc.val_fraction, seed)  # the points' own split
     if dc.classification and len(set(table.y.tolist())) > len(set(table.y[train].tolist())):
         problems.append(("data.val_fraction", f"{table.source}: column {dc.target or 'target'!r}: a class has no "
                                               f"training row after the held-out split; hold out less"))
-    dc = DataConfig(**{**kw, "sha256": tables.content_hash(dc)})
+    dc = DataConfig(**{**kw, "sha256": user_tables.content_hash(dc)})
     return [Dataset(dc, train_rows, table.source)]

@@ -1,11 +1,11 @@
-"""Your own model factories in `model.impl` (kan/factory.py), checked at plan time, before anything
+"""Your own model factories in `model.impl` (kan/contract/factory.py), checked at plan time, before anything
 runs or is written: the file or module exists and imports, the function exists and is callable, it
 returns an nn.Module for the study's settings, and that module maps (batch, widths[0]) to
 (batch, widths[-1]). Each failure is one config error naming the implementation string and the cause.
-The check runs in a child process (kan/factory_check.py) with a time limit
+The check runs in a child process (kan/probes/factory_check.py) with a time limit
 (model.factory_check_timeout_s): a factory that hangs, exits at import or dies of a signal is such
 an error too, and nothing it sets (torch's default dtype, threads, sys.argv) reaches the planner.
-The same box runs the CUDA-graph capture check (kan/capture.py) of a study that asks for
+The same box runs the CUDA-graph capture check (kan/probes/capture.py) of a study that asks for
 training.cuda_graphs, for all the study's factories at once: `capture_checks`.
 
 A relative file path is taken relative to the config file that names it (a --config value: relative
@@ -23,15 +23,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kan import factory
-from kan.factory_check import BOOT
+from kan.contract import factory
+from kan.probes.factory_check import BOOT
 
 _CHECKED: dict = {}  # (impl, settings, content hash, limit) -> error or None: one child a process
 _NOTES: dict = {}  # impl -> what its check could not do (a factory that needs CUDA here): a warning
 _CAPTURED: dict = {}  # the models' request, content hashes, limit -> their capture verdicts
 _CAPTURE_NOTES: dict = {}  # impl -> why its capture could not be checked here: a warning
 CAPTURE_BOOT = ("import json, sys; sys.path[:] = json.load(open(sys.argv[1] + '/request.json'))['sys_path']; "
-                "from kan.capture import box; box(sys.argv[1])")
+                "from kan.probes.capture import box; box(sys.argv[1])")
 CAPTURE_CHECK = "the plan's CUDA-graph capture check"
 # False inside a job's own snakemake (a Slurm job step re-reads the Snakefile for its one point): the
 # run that planned and submitted it checked every factory; importing torch again there costs each
@@ -70,7 +70,7 @@ def resolve_paths(cfg: dict, files: list[tuple[str | Path, dict]], cwd: Path | N
 
 def check(impl: str, settings: dict, timeout_s: float) -> tuple[str, str | None]:
     """(content hash of a file factory or "", the error or None) for one factory and the settings it
-    gets (kan.factory.settings), checked in a child process given `timeout_s` seconds."""
+    gets (kan.contract.factory.settings), checked in a child process given `timeout_s` seconds."""
     try:
         target, _, is_file = factory.parse(impl)
         sha = factory.file_sha256(target) if is_file and Path(target).is_file() else ""
@@ -95,7 +95,7 @@ def notes(impls: list[str]) -> list[str]:
 
 
 def capture_checks(models: list[dict], timeout_s: float) -> list[dict]:
-    """kan/capture.py's verdict {check, pass, detail, fix, findings} of each model {"impl", "settings",
+    """kan/probes/capture.py's verdict {check, pass, detail, fix, findings} of each model {"impl", "settings",
     "loss"}, all checked in one child process given `timeout_s` seconds a model; a child that ends
     without a result gives every model {"error": how it ended, naming the model it was checking}. A
     verdict that could not be reached (pass None) is kept as a warning (notes)."""
@@ -125,7 +125,7 @@ def _tail(path: Path, num_lines: int = 2, num_chars: int = 300) -> str:
 
 def run_check(impl: str, settings: dict, timeout_s: float, boot: str = BOOT, request: dict | None = None,
               name: str | None = None) -> dict:
-    """kan/factory_check.py's result for one factory (or `boot`'s for `request`: the capture check),
+    """kan/probes/factory_check.py's result for one factory (or `boot`'s for `request`: the capture check),
     run in a child of its own session (killed with everything it started when it runs past
     `timeout_s`); a child that ends without a result is {"error": <`name` (the implementation
     string), how it ended and at which stage>}."""

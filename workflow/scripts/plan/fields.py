@@ -5,10 +5,10 @@ are re-labelled here with the config key the value came from.
 
 from __future__ import annotations
 
-from kan.config import AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, PointError, TrainConfig
-from kan.data_config import DataConfig
+from kan.contract.point import AllreduceConfig, LaunchSettings, Limits, ModelConfig, Placement, PointError, TrainConfig
+from kan.contract.data_config import DataConfig
 
-from kan import factory
+from kan.contract import factory
 
 from . import factories
 from .data import DATA_FIELDS, datasets

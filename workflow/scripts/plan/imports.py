@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kan import record
-from kan.config import Point
+from kan.contract import record
+from kan.contract.point import Point
 
 from .schema import ConfigError
 
@@ -288,7 +288,7 @@ def _describe(key: tuple, widths) -> str:
 
 def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:
     """{point id: its run}: every training point of the plan has exactly one run and every run a point.
-    `points`: the planned points (kan.config.Point); `source`: what the errors name."""
+    `points`: the planned points (kan.contract.point.Point); `source`: what the errors name."""
     training = {pid: p for pid, p in points.items() if p.experiment in EXPERIMENTS}
     other = sorted({p.experiment for p in points.values() if p.experiment not in EXPERIMENTS})
     if other:

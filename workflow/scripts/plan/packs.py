@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from kan.config import LaunchSettings, Point
+from kan.contract.point import LaunchSettings, Point
 from launch import geometry as geo  # one definition of what a point's job asks for
 
 from .schema import ConfigError

@@ -1,5 +1,5 @@
 """The study's measurement points: experiments x models x topologies (x emulated links) x repeats,
-each a kan.config.Point keyed by its id. The order is stable, and ids depend only on the points'
+each a kan.contract.point.Point keyed by its id. The order is stable, and ids depend only on the points'
 fields, so a study planned again (or by an older version of this package) names the same points.
 """
 
@@ -10,9 +10,9 @@ import hashlib
 import itertools
 import json
 
-from kan import factory
-from kan.config import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
-from kan.fields import default
+from kan.contract import factory
+from kan.contract.point import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
+from kan.contract.fields import default
 from scaling.common.repeats import RepeatPlan
 
 from .fields import config_kwargs, lr_candidates, study_parts
@@ -81,7 +81,7 @@ def lr_reference(cfg: dict, experiment: str) -> dict:
     the global batch of the experiment's one-rank point (strong's global_batch, or the batch per
     rank); for the batch experiment and a tuned rate, the study's reference batch (sweep_setting);
     none without lr_scaling (so ids stay as they were). The rate itself is
-    kan.config.Point.lr_effective, where the world size is known."""
+    kan.contract.point.Point.lr_effective, where the world size is known."""
     t = cfg["training"]
     if t["lr_reference_batch"] is not None:
         return {"lr_reference_batch": t["lr_reference_batch"]}  # with lr_scaling none: Point refuses it
@@ -267,7 +267,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                     for rep in range(num_reps):
                         add(f"experiments.ddp ({train.ddp_label})", experiment="ddp", rep=rep, model=mc,
                             train=train, placement=place, dataset=ds)
-    if readiness_enabled(cfg):  # one multi-rank check per implementation (kan/readiness.py), no repeats
+    if readiness_enabled(cfg):  # one multi-rank check per implementation (kan/probes/readiness.py), no repeats
         r = cfg["experiments"]["readiness"]
         # the study's smallest multi-rank placement (it fits the cluster the study asks for: nodes of
         # one GPU get a 2 x 1 check), else one node x 2 ranks

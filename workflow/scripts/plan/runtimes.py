@@ -10,8 +10,8 @@ import json
 import math
 from pathlib import Path
 
-from kan import record as records
-from kan.config import LaunchSettings, Point, PointError
+from kan.contract import record as records
+from kan.contract.point import LaunchSettings, Point, PointError
 
 DEFAULT_OVERHEAD_S = 30.0  # start-up + teardown of a point when no measured job says otherwise
 ESTIMATE_RULE = ("minutes = (steps x median synced step time of ok records with the same model, placement, "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from kan import record as records
+from kan.contract import record as records
 
 # the rules that turn records into the report (what `make report` may run; never measure_point)
 ANALYSIS_RULES = ("write_plan", "collect_measurements", "compute_tables", "fit_model", "compute_guidelines",

@@ -9,7 +9,7 @@ job runs until it is killed, not what it costs. Measured times give the estimate
 
 from __future__ import annotations
 
-from kan.config import Point
+from kan.contract.point import Point
 
 # the order a reader asks in: what is done, what is under way, what is left, what went wrong
 STATE_ORDER = ("ok", "running", "pending", "not submitted", "not requested")

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from kan import startup
-from kan.config import TrainConfig
+from kan.contract.point import TrainConfig
 
 SINGLE = "single-rank"
 INTRA = "intra-node"
@@ -38,7 +38,7 @@ def link_rate(cls: str) -> float:
 # classes a topology recommendation may be drawn from: two "nodes" on one host share its memory
 # bus, not a network, so their timings say nothing about a real inter-node link
 REAL_PLACEMENTS = (SINGLE, INTRA, INTER)
-# the ddp_setting label of DDP's own defaults ("none", kan.config TrainConfig.ddp_label): the ddp
+# the ddp_setting label of DDP's own defaults ("none", kan.contract.point TrainConfig.ddp_label): the ddp
 # experiment judges every other setting against it, the other experiments run it
 DEFAULT_DDP_SETTING = TrainConfig().ddp_label
 # the records' memory kinds (kan/metrics.py): (what was measured, on which device)

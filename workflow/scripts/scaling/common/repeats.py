@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from kan.config import Point
+from kan.contract.point import Point
 
 
 @dataclass(frozen=True, kw_only=True)

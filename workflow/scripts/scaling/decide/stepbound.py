@@ -5,13 +5,13 @@ Advice only when every ok repeat gives the same bound and there are at least rep
 them; a study whose records carry no anatomy (older records) gets no such guideline. A captured step
 (training.cuda_graphs) is never told to capture itself: its all-reduce is not measured, its dispatch is
 the rest of the replayed step with the all-reduce in it, and where that rest outweighs its compute on
-more than one rank the bound is undecided (kan.anatomy.captured_bound)."""
+more than one rank the bound is undecided (kan.probes.anatomy.captured_bound)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import CAPTURED_RULE, RULE, UNDECIDED
+from kan.probes.anatomy import CAPTURED_RULE, RULE, UNDECIDED
 
 from .rules import Decide, guideline, key_of, rests_on, topo
 
@@ -83,7 +83,7 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
 
 
 def cite_bound(guidelines: list[dict], model_json: dict | None) -> list[dict]:
-    """The deployment recommendation cites what bounds its model's step (issue 31): where the step is
+    """The deployment recommendation cites what bounds its model's step: where the step is
     dispatch-bound (advice), the deploy guideline says that more ranks cannot make a step shorter than
     its fixed cost, with the performance model's own fixed term c0 beside the anatomy's measured one
     (two ways to the same number: the anatomy's compute-only steps before the clock, and the model's fit

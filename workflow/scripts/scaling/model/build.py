@@ -14,7 +14,7 @@ s = ranks_per_host x threads_per_rank / cores times its compute (s >= 1; s = 1 o
 the host's core count is unknown, e.g. on Slurm), so compute is fitted to no_sync / s and predicted
 as s x compute (4 ranks x 1 thread on 2 cores: s = 2). Ranks that do not time-share still slow each
 other (shared caches and memory bandwidth; on the 2-core VM 1.6x at 2 ranks): the all-reduce sweep's
-point measures it (kan/corun.py: a fixed KAN kernel's rate alone vs with every rank at once), and
+point measures it (kan/probes/corun.py: a fixed KAN kernel's rate alone vs with every rank at once), and
 c(k), the slowdown with k = min(ranks_per_host x threads, cores) busy cores divided by its time-sharing
 s, multiplies compute like s: compute is fitted to no_sync / (s c(k)) and predicted as s c(k) x compute.
 c(k) is the mean over the sweep's points at k, at least 1; c(1) = 1; linear between measured k, held at its value

@@ -116,5 +116,5 @@ def corun_summary(curve: dict[int, float]) -> dict:
     if not measured:
         return {"curve": {}, "text": "not measured (GPU ranks, or no all-reduce sweep of CPU ranks): c = 1, "
                                      "ranks slow each other only by time-sharing cores"}
-    return {"curve": measured, "text": "co-run slowdown from the all-reduce sweep's points (kan/corun.py): " + ", ".join(
+    return {"curve": measured, "text": "co-run slowdown from the all-reduce sweep's points (kan/probes/corun.py): " + ", ".join(
         f"c({k}) = {v:.2f}" for k, v in measured.items()) + " with k busy cores (time-sharing divided out)"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import RULE
+from kan.probes.anatomy import RULE
 
 from .plots_anatomy import PREFIX
 from .sections import figure_entries

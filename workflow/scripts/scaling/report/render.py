@@ -16,10 +16,10 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from kan import factory
-from kan.config import TrainConfig
-from kan.data_config import is_default_section
-from kan.fields import default
+from kan.contract import factory
+from kan.contract.point import TrainConfig
+from kan.contract.data_config import is_default_section
+from kan.contract.fields import default
 
 from ..common.settings import Settings
 from ..model import linkcheck

@@ -1,4 +1,4 @@
-"""What bounds a step, per implementation, experiment and world size (kan/anatomy.py's record field,
+"""What bounds a step, per implementation, experiment and world size (kan/probes/anatomy.py's record field,
 averaged over a configuration's ok repeats): the measured synced step split into its fixed dispatch
 cost, its per-sample compute (cost per sample x per-rank batch) and its exposed communication, the
 operators it dispatches, and the bound (the largest part). The parts are measured apart, so they
@@ -6,13 +6,13 @@ need not add up to the step exactly; `other_ms` is what they leave.
 
 A captured step (training.cuda_graphs, `captured`) has no all-reduce probe: on more than one rank its
 communication is not measured (NaN, never 0), its dispatch is the rest of the replayed step, the
-all-reduce included, and its bound is kan.anatomy.captured_bound's (compute, or undecided)."""
+all-reduce included, and its bound is kan.probes.anatomy.captured_bound's (compute, or undecided)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from kan.anatomy import PARTS, bound as largest, captured_bound
+from kan.probes.anatomy import PARTS, bound as largest, captured_bound
 
 from .aggregate import GROUP
 

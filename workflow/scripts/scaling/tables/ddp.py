@@ -34,7 +34,7 @@ DECIDED_RATIOS = ("final_loss_ratio", "ttt_ratio")
 
 
 def hook_of(label: str) -> str:
-    """The hook a setting's label starts with ('powersgd-rank2 bucket-1' -> 'powersgd'; kan/config.py ddp_label)."""
+    """The hook a setting's label starts with ('powersgd-rank2 bucket-1' -> 'powersgd'; kan/contract/point.py ddp_label)."""
     return str(label).split(" ")[0].split("-rank")[0]
 
 

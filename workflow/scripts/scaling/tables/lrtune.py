@@ -13,7 +13,7 @@ rate (the safer one once larger global batches scale it up). A choice at either 
 says so: the best rate may lie beyond the list. Results/<study>/lr_tuning.json:
 {model: {chosen, metric, criterion, candidates: [{lr, final_metric, final_val_loss, time_to_target_s,
 reached, repeats, failed}], why, tuning_key}}, model = the sweep's model by its display name (every
-table's, scaling/tables/tidy.py model_label); tuning_key = kan.config.Point.tuning_key (implementation,
+table's, scaling/tables/tidy.py model_label); tuning_key = kan.contract.point.Point.tuning_key (implementation,
 and data where not the default), what a tuned point of any width looks its rate up by.
 """
 

@@ -1,4 +1,4 @@
-"""The DDP-readiness verdicts (kan/readiness.py) of a study's implementations, from their check
+"""The DDP-readiness verdicts (kan/probes/readiness.py) of a study's implementations, from their check
 points' records: results/<study>/ddp_readiness.json = {model: [{check, pass, detail, fix}]} (the
 CUDA-graph capture check also lists its `findings`: op, via, kind, where, path, count), keyed
 by the check point's model by its display name, as every table names it (tidy.model_label:
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kan import record as records
+from kan.contract import record as records
 
 from ..common.columns import model_family
 from .tidy import model_label
 
-CAPTURE = "cuda_graph_capture"  # kan/capture.py: whether the step can be a CUDA graph, not a DDP check
+CAPTURE = "cuda_graph_capture"  # kan/probes/capture.py: whether the step can be a CUDA graph, not a DDP check
 NOT_RUN_FIX = "run the workflow again: the check point runs again (its log is results/<study>/logs/<point>.log)"
 
 

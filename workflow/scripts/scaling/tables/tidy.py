@@ -6,7 +6,7 @@
     allreduce     one row per buffer size of every ok allreduce record
 
 A point's state is its record's status (ok, failed, oom, timeout, cancelled, killed), `corrupt`
-(a record that kan.record rejects: empty, truncated, hand-written, another point's; the reason
+(a record that kan.contract.record rejects: empty, truncated, hand-written, another point's; the reason
 says why), `missing` (no record yet) or `running` (its Slurm job from an earlier run still runs).
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from kan import factory
-from kan import record as records
-from kan.config import Point, PointError
-from kan.data_config import DataConfig
+from kan.contract import factory
+from kan.contract import record as records
+from kan.contract.point import Point, PointError
+from kan.contract.data_config import DataConfig
 
 from ..common.columns import (ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_COLUMNS, placement_class,
                               startup_columns)
@@ -43,9 +43,9 @@ COLUMNS = [
     "device_name", "contended", "contention", "exclusive", "git_sha", "git_dirty", "torch_version",
     "slurm_job_id", "attempt", "started", "finished_utc",
     "queue_wait_s", "slurm_submit_unix", "pack", "pack_index", "alloc_offset_s",
-    # what bounds the step (kan/anatomy.py): fixed and per-sample cost, operators, the largest part
+    # what bounds the step (kan/probes/anatomy.py): fixed and per-sample cost, operators, the largest part
     "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct", "bound",
-    # which B-spline kernels ran (kan/kernel_choice.py); eager or captured (training.cuda_graphs)
+    # which B-spline kernels ran (kan/probes/kernel_choice.py); eager or captured (training.cuda_graphs)
     "kernel_path", "step_kind",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
@@ -219,7 +219,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "fixed_step_ms": _get(rec, "anatomy", "fixed_step_ms"), "per_sample_us": _get(rec, "anatomy", "per_sample_us"),
         "ops_per_step": _get(rec, "anatomy", "ops_per_step"), "gpu_busy_pct": _get(rec, "anatomy", "gpu_busy_pct"),
         "bound": _get(rec, "anatomy", "bound"),
-        # which B-spline kernels ran (kan/kernel_choice.py) and whether the step was one CUDA graph replay
+        # which B-spline kernels ran (kan/probes/kernel_choice.py) and whether the step was one CUDA graph replay
         "kernel_path": _get(rec, "kernels", "path"), "step_kind": _get(rec, "anatomy", "step"),
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
         "started": "+".join(sorted(set(_get(rec, "launch", "started") or []))) or None,

@@ -7,7 +7,7 @@ The GEMMs stay with cuBLAS; Triton fuses everything around them into one pass ea
 - backward: one kernel computes grad_x = grad_F[:, 0] * silu'(x) + sum_r grad_F[:, 1 + k_r] B'_{k_r}(x)
   reading only the order + 1 local columns of grad_F.
 
-The same interface as kan/_eager_bspline.py and kan/_numba_bspline.py. Cubic only
+The same interface as kan/kernels/eager_bspline.py and kan/kernels/numba_bspline.py. Cubic only
 (spline_order 3, the studied layer); other orders use the eager path. The cubic
 cardinal B-spline is evaluated in its symmetric, cancellation-free form
     N(z) = M(|z - 2|),  M(a) = ((2 - a)_+^3 - 4 (1 - a)_+^3) / 6.
@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from ._switch import KernelSwitch
-from .env import triton_interpret
+from .switch import KernelSwitch
+from ..env import triton_interpret
 
 try:  # optional dependency
     import triton
@@ -72,7 +72,7 @@ class _StubLaunch:
 def launch_stubbed(on_launch: Callable = lambda name, args: None) -> Iterator[None]:
     """This path taken for every cubic layer on any device (meta, the CPU), its Python side run as on
     a GPU and each kernel launch replaced by `on_launch(name, args)`, which writes nothing: what the
-    capture check (kan/capture.py) needs on a machine without a GPU or triton."""
+    capture check (kan/probes/capture.py) needs on a machine without a GPU or triton."""
     g = globals()
     names = ("usable", "_features_kernel", "_grad_x_kernel", "triton")
     saved = {n: g[n] for n in names if n in g}

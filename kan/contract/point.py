@@ -9,9 +9,9 @@ a field, the schema states the same default and bounds (tests/unit/test_config.p
 A point's id is a readable stem plus a short hash of every field that changes what is measured
 (`Point.measured`): changing the grid size gives new ids, so old records are never overwritten by a
 different measurement under the same name. What changes no measurement (time limit, memory,
-timeouts, limits) is in kan/settings.py, re-exported here; the field checks are in kan/fields.py,
-the model (`model:`) in kan/model_config.py, the dataset (`data:`) in kan/data_config.py, the
-command-line bridge in kan/point_args.py.
+timeouts, limits) is in kan/contract/study_settings.py, re-exported here; the field checks are in kan/contract/fields.py,
+the model (`model:`) in kan/contract/model_config.py, the dataset (`data:`) in kan/contract/data_config.py, the
+command-line bridge in kan/contract/point_args.py.
 No torch import here: the workflow and the launcher need this module in processes that start fast.
 """
 
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 from .data_config import DataConfig
 from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, plain, validate
-from .lr import LR_SCALINGS, scaled_lr
+from ..lr import LR_SCALINGS, scaled_lr
 from .model_config import BASES, IMPLS, ModelConfig  # noqa: F401  (callers import them here)
-from .settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
+from .study_settings import LaunchSettings, Limits, parse_limits  # noqa: F401  (LaunchSettings: callers import it here)
 
-# readiness: one implementation's two-rank DDP-readiness check (kan/readiness.py), not a measurement
+# readiness: one implementation's two-rank DDP-readiness check (kan/probes/readiness.py), not a measurement
 EXPERIMENTS = ("strong", "weak", "comm", "model_size", "allreduce", "ddp", "batch", "readiness")
 # what a point may be besides the config's experiments: lr_tune = one candidate rate of the one-rank
 # sweep that `training.lr: tuned` runs before the scaling points (workflow/scripts/plan/points.py)
@@ -57,7 +57,7 @@ class TrainConfig:
     # None only on a tuned point (lr_tuned_from) before the sweep has chosen its rate: such a point
     # cannot be trained (Point.to_argv refuses it); the workflow gives it the chosen rate
     # (workflow/scripts/launch/tuned.py) before its launcher starts. Annotated float: the flag parser
-    # and the field checks (kan/fields.py) read a set rate, and TrainConfig.checkable stands one in
+    # and the field checks (kan/contract/fields.py) read a set rate, and TrainConfig.checkable stands one in
     lr: float = field(default=1e-3, metadata=meta(
         "Adam learning rate (a tuned point: unset until the lr sweep has chosen it)", gt=0.0))
     noise: float = field(default=0.01, metadata=meta("std of the label noise", lo=0.0))

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .data_config import DataConfig
+from ..contract.data_config import DataConfig
 
 
 def make_dataset(
@@ -63,11 +63,11 @@ def load_data(data: DataConfig, num_samples: int, input_dim: int, noise: float, 
 
     synthetic: today's rows, unchanged; the held-out rows are a fresh draw (seed + 1) of
     round(val_fraction x samples). feynman: the same, the equation's inputs in the database's ranges.
-    file / sklearn: the table split once (kan/tables.py, seeded, the same on every rank); training
+    file / sklearn: the table split once (kan/data/user_tables.py, seeded, the same on every rank); training
     row i is table row i mod the training rows (a small table repeats, a large one is cut), so the
     experiments' `samples` keep their meaning. Features (and a regression target) are standardised
     with the training rows' mean and std; val_loss is then in units of the target's variance."""
-    from . import tables
+    from . import user_tables
 
     n_val = max(1, round(data.val_fraction * num_samples))
     if data.kind == "synthetic":
@@ -84,19 +84,19 @@ def load_data(data: DataConfig, num_samples: int, input_dim: int, noise: float, 
         facts = {"kind": "feynman", "equation": data.equation, "num_train_rows": num_samples}
         rows = None
     else:
-        table = tables.read_table(data)
-        found = tables.content_hash(data) if data.sha256 else ""
+        table = user_tables.read_table(data)
+        found = user_tables.content_hash(data) if data.sha256 else ""
         if found != data.sha256:
             raise ValueError(f"{table.source}: the file changed since the study was planned (sha256 "
                              f"{found[:12]}, planned {data.sha256[:12]}); plan again")
-        train, val = tables.split(len(table.y), data.val_fraction, seed)
+        train, val = user_tables.split(len(table.y), data.val_fraction, seed)
         rows = np.arange(num_samples) % len(train)  # positions in the training rows
         x, y, xv, yv = table.x[train], table.y[train], table.x[val], table.y[val]
         facts = {"kind": data.kind, "source": table.source, "features": list(table.features),
                  "num_train_rows": len(train), "classes": [str(c) for c in table.classes]}
-    x, xv = tables.standardise(x, xv)  # with the training rows' statistics (each row once)
+    x, xv = user_tables.standardise(x, xv)  # with the training rows' statistics (each row once)
     if not data.classification:
-        y, yv = tables.standardise(y, yv)
+        y, yv = user_tables.standardise(y, yv)
     if rows is not None:
         x, y = x[rows], y[rows]
     if data.classification:

@@ -17,14 +17,15 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import corun, metrics
-from .config import AllreduceConfig
-from .distributed import sync
-from .env import DistInfo
+from . import corun
+from .. import metrics
+from ..contract.point import AllreduceConfig
+from ..distributed import sync
+from ..env import DistInfo
 
 
 def sweep(cfg: AllreduceConfig, info: DistInfo, device: torch.device) -> dict:
-    """This rank's per-size timing summaries (seconds), and on CPU its co-run slowdown (kan/corun.py:
+    """This rank's per-size timing summaries (seconds), and on CPU its co-run slowdown (kan/probes/corun.py:
     a host fact the performance model needs, measured here because this point runs every multi-rank
     placement of a study with the training points' ranks and threads)."""
     shared = corun.measure(info.rank, info.world_size, device)

@@ -8,7 +8,7 @@ Kolmogorov-Arnold Networks" (2024), which benchmarks KANs on them; the KAN paper
 in fewer, dimensionless variables, here they stay in the database's own variables and ranges.
 
 Inputs are drawn uniformly in their ranges with numpy's PCG64 seeded by the point's seed (the
-standardisation to the model's grid is kan/data.py's). No torch here: the plan checks the input
+standardisation to the model's grid is kan/data/datasets.py's). No torch here: the plan checks the input
 width against EQUATIONS without it.
 """
 

@@ -135,7 +135,7 @@ def load(impl: str):
 
 
 def settings(cfg) -> dict:
-    """What a factory is called with for a kan.config.ModelConfig (the contract above)."""
+    """What a factory is called with for a kan.contract.point.ModelConfig (the contract above)."""
     return {"widths": list(cfg.widths), "grid_size": cfg.grid_size, "spline_order": cfg.spline_order,
             "grid_range": tuple(cfg.grid_range), "basis": cfg.basis}
 

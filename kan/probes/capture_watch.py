@@ -1,8 +1,8 @@
-"""What the capture check watches (kan/capture.py runs it): a TorchDispatchMode that sees every aten
+"""What the capture check watches (kan/probes/capture.py runs it): a TorchDispatchMode that sees every aten
 operator of one training step, a TorchFunctionMode that sees the Python call it came from, stand-ins
 for the Python-level constructors and syncs that dispatch nothing, and where each operator ran (the
 forward or backward of a module, the loss, the optimizer step). The kinds of finding and their fixes
-are named here; kan/capture.py's docstring says what breaks capture and why.
+are named here; kan/probes/capture.py's docstring says what breaks capture and why.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ WHAT = {
     "sync": "an explicit sync",
 }
 FIXES = {
-    "python": "make constants once (a registered buffer, or cached per device and dtype as kan/_eager_bspline.py "
+    "python": "make constants once (a registered buffer, or cached per device and dtype as kan/kernels/eager_bspline.py "
               "does), or use torch.full / a Python number",
     "copy": "keep the tensor on the device from the start (a registered buffer), not .to(device) in every step",
     "read": "keep values on the device: no .item(), .cpu(), .tolist(), print() or `if` on a tensor in the step "

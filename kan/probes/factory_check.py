@@ -1,4 +1,4 @@
-"""The plan's check of one model factory (kan/factory.py), run in a child process of its own so that
+"""The plan's check of one model factory (kan/contract/factory.py), run in a child process of its own so that
 the user's code cannot hang, exit or change the planner (workflow/scripts/plan/factories.py starts
 it, with a time limit, and reads what it finds):
 
@@ -20,12 +20,12 @@ import os
 import sys
 from pathlib import Path
 
-from . import factory
+from ..contract import factory
 
 # the child's whole command line: the parent's import path first (a module factory imports in the
 # child as it would in the planner), then this module
 BOOT = ("import json, sys; sys.path[:] = json.load(open(sys.argv[1] + '/request.json'))['sys_path']; "
-        "from kan.factory_check import main; main(sys.argv[1])")
+        "from kan.probes.factory_check import main; main(sys.argv[1])")
 
 
 def _is_cuda(device) -> bool:
@@ -100,7 +100,7 @@ def main(folder: str) -> None:
     impl = request["impl"]
     # what the trainer's command line starts with (python -m kan.train --impl ...): a module that
     # parses arguments at import fails here as it would there
-    sys.argv = [str(Path(__file__).with_name("train.py")), "--impl", impl]
+    sys.argv = [str(Path(__file__).parents[1] / "train.py"), "--impl", impl]
 
     def at(stage: str) -> None:
         (folder / "stage").write_text(stage)

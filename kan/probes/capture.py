@@ -34,13 +34,13 @@ Python state (a counter in self that changes every step is frozen into the graph
 the check sees operators only.
 
 Kernel paths: the built-in KAN's cubic B-spline layers run the eager kernels or the fused Triton
-ones, whichever is faster on the GPU (kan/kernel_choice.py), so both are checked; on meta the
+ones, whichever is faster on the GPU (kan/probes/kernel_choice.py), so both are checked; on meta the
 Triton path's Python side runs with its launches stubbed (kan/_triton_bspline.launch_stubbed),
 so it needs neither a GPU nor triton. numba's kernels run on CPUs only, where nothing is captured.
 
-    python -m kan.capture [--device cuda]      the built-in models, on meta or on the device itself
+    python -m kan.probes.capture [--device cuda]      the built-in models, on meta or on the device itself
 
-The watching itself (the modes, the stand-ins, where an operator ran) is kan/capture_watch.py.
+The watching itself (the modes, the stand-ins, where an operator ran) is kan/probes/capture_watch.py.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-from . import _numba_bspline, _triton_bspline
+from ..kernels import numba_bspline, triton_bspline
 from .capture_watch import CHECK, FIXES, WARMUP_STEPS, WHAT, _Calls, _constructors, _Places, _Watch
 
 @contextlib.contextmanager
@@ -137,29 +137,29 @@ def kernel_path(path: str, device: torch.device) -> Iterator[dict]:
     {"launches": n} counting the Triton kernels launched (stubbed off CUDA)."""
     seen = {"launches": 0}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_numba_bspline.disabled())
+        stack.enter_context(numba_bspline.disabled())
         if path == "eager":
-            stack.enter_context(_triton_bspline.disabled())
+            stack.enter_context(triton_bspline.disabled())
         elif device.type == "cuda":
-            old = _triton_bspline._SWITCH.enabled
-            _triton_bspline.set_enabled(True)
-            stack.callback(_triton_bspline.set_enabled, old)
+            old = triton_bspline._SWITCH.enabled
+            triton_bspline.set_enabled(True)
+            stack.callback(triton_bspline.set_enabled, old)
             seen["launches"] = None  # real kernels: not counted
         else:
             def count(name, args):
                 seen["launches"] += 1
 
-            stack.enter_context(_triton_bspline.launch_stubbed(count))
+            stack.enter_context(triton_bspline.launch_stubbed(count))
         yield seen
 
 
 def paths_for(model: torch.nn.Module, device: torch.device) -> list[str]:
-    """The kernel paths a CUDA device may take for `model` (kan/kernel_choice.py)."""
+    """The kernel paths a CUDA device may take for `model` (kan/probes/kernel_choice.py)."""
     from .kernel_choice import fused_layers
 
     if not fused_layers(model):
         return ["default"]
-    if device.type == "cuda" and not _triton_bspline.available():
+    if device.type == "cuda" and not triton_bspline.available():
         return ["eager"]
     return ["eager", "triton"]
 
@@ -212,10 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     """The built-in models' check, printed as one JSON line each; exit 1 when one fails."""
     import argparse
 
-    from .config import ModelConfig
-    from .models import build_model
+    from ..contract.point import ModelConfig
+    from ..models import build_model
 
-    ap = argparse.ArgumentParser(prog="python -m kan.capture", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m kan.probes.capture", description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="meta", help="meta (any machine) or cuda (the device's own kernels)")
     ap.add_argument("--widths", default="2,64,1")
     args = ap.parse_args(argv)
@@ -237,14 +237,14 @@ def box(folder: str) -> None:
     {"results": [check result per model]}; folder/stage names the model being checked."""
     from pathlib import Path
 
-    from . import factory
-    from .config import ModelConfig
+    from ..contract import factory
+    from ..contract.point import ModelConfig
     from .factory_check import _cuda_to_meta, _needs_cuda
-    from .models import build_model
+    from ..models import build_model
 
     folder = Path(folder)
     request = json.loads((folder / "request.json").read_text())
-    sys.argv = [str(Path(__file__).with_name("train.py"))]
+    sys.argv = [str(Path(__file__).parents[1] / "train.py")]
     out = []
     for m in request["models"]:
         impl, settings = m["impl"], {**m["settings"], "grid_range": tuple(m["settings"]["grid_range"])}

@@ -1,4 +1,4 @@
-"""The trainer's command line for a point: one flag per field of kan.config.Point, parsed back into
+"""The trainer's command line for a point: one flag per field of kan.contract.point.Point, parsed back into
 the same Point (Point.to_argv writes them)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import argparse
 import dataclasses
 import typing
 
-from .config import SECTION, AllreduceConfig, ModelConfig, Placement, Point, PointError, TrainConfig
+from .point import SECTION, AllreduceConfig, ModelConfig, Placement, Point, PointError, TrainConfig
 from .data_config import DataConfig
 from .fields import flag, parser_for
-from .settings import parse_limits
+from .study_settings import parse_limits
 
 PARTS = (("model", ModelConfig), ("train", TrainConfig), ("placement", Placement), ("allreduce", AllreduceConfig),
          ("data", DataConfig))

@@ -1,6 +1,6 @@
 """What a study sets beside its points: the limits that catch typos, and what each point's job asks
 the scheduler for. Neither changes what a point measures, so neither is part of a point's id (a new
-time limit or a raised limit re-runs nothing). kan/config.py re-exports both.
+time limit or a raised limit re-runs nothing). kan/contract/point.py re-exports both.
 """
 
 from __future__ import annotations

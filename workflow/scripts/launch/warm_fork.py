@@ -1,6 +1,6 @@
-"""The warm-start server's side of a fork (kan/warm.py serves; this is what makes forking it safe and
+"""The warm-start server's side of a fork (warm_server.py serves; this is what makes forking it safe and
 what the child does): the imports the server holds, the one-thread check, and the child that becomes
-the trainer the launcher would have exec'ed. kan/warm.py's docstring, "Fork safety", says why each
+the trainer the launcher would have exec'ed. warm_server.py's docstring, "Fork safety", says why each
 step is there.
 """
 
@@ -22,7 +22,10 @@ def preload() -> None:
     import torch.distributed  # noqa: F401
     import torch.nn.parallel  # noqa: F401
 
-    from . import _numba_bspline, allreduce, data, distributed, layers, loop, metrics, models, train  # noqa: F401
+    from kan import distributed, layers, loop, metrics, models, train  # noqa: F401
+    from kan.data import datasets  # noqa: F401
+    from kan.kernels import numba_bspline  # noqa: F401
+    from kan.probes import allreduce  # noqa: F401
 
     del torch
     # setproctitle takes over the argv + environ block of this process on its first call; a child's
@@ -62,7 +65,7 @@ def run_child(req: dict, env: dict, out_fd: int, close: list[int]) -> None:
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(env)
-        from . import train
+        from kan import train
 
         args = list(req["args"])
         sys.argv = [train.__file__, *args]

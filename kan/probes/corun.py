@@ -35,7 +35,7 @@ WARMUP_ITERS = 5
 
 
 def _kernel():
-    from .models import KAN
+    from ..models import KAN
 
     torch.manual_seed(0)
     model = KAN(list(KERNEL_WIDTHS))

@@ -1,6 +1,6 @@
 """Optional fused CPU kernels (numba) for the cubic B-spline KAN layer; import-guarded.
 
-The same interface as kan/_eager_bspline.py and kan/_triton_bspline.py, for CPU tensors: one
+The same interface as kan/kernels/eager_bspline.py and kan/kernels/triton_bspline.py, for CPU tensors: one
 parallel pass writes the packed features F (B, 1 + K, I) = [silu(x) | B_0 .. B_{K-1}], one
 computes grad_x from grad_F's base row and the 4 local spline rows. The eager path needs ~10
 tensor passes for the same work (zero-fill, Horner, index arithmetic, scatter, silu; gather,
@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from ._switch import KernelSwitch
+from .switch import KernelSwitch
 
 try:  # optional dependency
     import numba

@@ -1,8 +1,8 @@
 """What a point trains on (the config's `data:` section, one dataset per point).
 
-    synthetic  the seed paper's f(x) = sum_i x_i^2 + noise on [-2, 2]^d (kan/data.py); the default
-    feynman    one equation of the AI Feynman database (kan/feynman.py), sampled with the point's seed
-    file       the user's table: CSV, Parquet or NPZ (kan/tables.py), a target column and features
+    synthetic  the seed paper's f(x) = sum_i x_i^2 + noise on [-2, 2]^d (kan/data/datasets.py); the default
+    feynman    one equation of the AI Feynman database (kan/data/feynman.py), sampled with the point's seed
+    file       the user's table: CSV, Parquet or NPZ (kan/data/user_tables.py), a target column and features
     sklearn    a real dataset shipped inside scikit-learn's wheel (no download)
 
 At its defaults this section is left out of a point's id, JSON and command line, so every point
@@ -31,7 +31,7 @@ class DataConfig:
 
     kind: str = field(default="synthetic", metadata=meta("where the data come from", flag="data-kind",
                                                          choices=KINDS))
-    equation: str = field(default="", metadata=meta("feynman: the equation's name (kan/feynman.py)",
+    equation: str = field(default="", metadata=meta("feynman: the equation's name (kan/data/feynman.py)",
                                                     flag="data-equation"))
     path: str = field(default="", metadata=meta("file: absolute path of the CSV, Parquet or NPZ table",
                                                 flag="data-path"))
@@ -58,7 +58,7 @@ class DataConfig:
             raise PointError(f"data.{(stray or ['task'])[0]}", f"data.kind {self.kind} has no such key "
                                                                f"(its keys: {', '.join(own) or 'val_fraction'})")
         if self.kind == "feynman":
-            from .feynman import EQUATIONS
+            from ..data.feynman import EQUATIONS
 
             if self.equation not in EQUATIONS:
                 raise PointError("data.equation", f"{self.equation!r} is not one of {', '.join(EQUATIONS)}")
@@ -90,7 +90,7 @@ class DataConfig:
             raise PointError("model.widths", f"the last width is the output and the task ({self.label}) has 1 target, "
                                              f"got {widths[-1]}")
         if self.kind == "feynman":
-            from .feynman import num_inputs
+            from ..data.feynman import num_inputs
 
             if widths[0] != num_inputs(self.equation):
                 raise PointError("model.widths", f"the input width {widths[0]} must be the {num_inputs(self.equation)} "

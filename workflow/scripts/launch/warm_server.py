@@ -8,7 +8,7 @@ Forking a process that holds those modules costs milliseconds. Nothing inside th
 changes: the child runs the same kan.train.main(), with the launcher's environment, working
 directory and command line (also as its process title, so `pgrep -f kan.train` finds it).
 
-    python -m kan.warm --socket PATH [--idle-s S]   (started by workflow/scripts/launch/warm.py, S = 60)
+    python -m launch.warm_server --socket PATH [--idle-s S]   (started by workflow/scripts/launch/warm.py, S = 60)
 
 Who is served (a server runs code as its owner, so it must know who asks):
 * The socket is a file in a directory only its owner can enter (`private_dir()`: $XDG_RUNTIME_DIR/
@@ -30,7 +30,7 @@ killed server is replaced): the client sends one length-prefixed JSON request
 server answers JSON lines {"pid": N}, later {"exit": code} (subprocess's convention: -N = killed by
 signal N), or {"error": "..."}, after which the client starts a fresh interpreter instead.
 
-Fork safety (kan/warm_fork.py: the preload, the thread check, the child):
+Fork safety (warm_fork.py: the preload, the thread check, the child):
 * Fork is only safe while the server has one thread: it checks /proc/self/task after the imports
   and refuses every request otherwise (numpy's OpenBLAS would start a helper thread, hence
   OPENBLAS_NUM_THREADS=1 in the server's environment, set by the client; numpy's BLAS is not on
@@ -58,7 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .env import LAUNCH_CMD, SLURM_REQUEST
+from kan.env import LAUNCH_CMD, SLURM_REQUEST
 from .warm_fork import preload, run_child, threads
 
 MAX_REQUEST = 4 << 20  # bytes; a request is a command line and a few environment keys
@@ -174,7 +174,7 @@ def check_request(req) -> None:
                          f"may carry only {', '.join(REQUEST_ENV)} (the rest is the server's own environment)")
     if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
         raise BadRequest(f"cwd must be an absolute directory, got {cwd!r}")
-    from . import train
+    from kan import train
 
     try:
         train.build_parser().parse_args(args)
@@ -241,7 +241,7 @@ class Server:
             if not self._bind():
                 return 0
         except (OSError, UnsafeDirError) as e:
-            print(f"[kan.warm] cannot serve at {self.path}: {e}", flush=True)
+            print(f"[launch.warm_server] cannot serve at {self.path}: {e}", flush=True)
             return 1
         try:
             return self._serve()
@@ -269,7 +269,7 @@ class Server:
         signal.set_wakeup_fd(wake_w)
         self.sel.register(self.listener, selectors.EVENT_READ)
         self.sel.register(wake_r, selectors.EVENT_READ)
-        print(f"[kan.warm] {self.path}: ready, pid {os.getpid()}"
+        print(f"[launch.warm_server] {self.path}: ready, pid {os.getpid()}"
               + (f"; refusing requests: {self.refuse}" if self.refuse else ""), flush=True)
         while self.children or time.monotonic() - self.last < self.idle_s:
             for key, _ in self.sel.select(timeout=1.0):
@@ -292,10 +292,10 @@ class Server:
             pid, uid = peer_uid(conn)
         except OSError as e:
             pid, uid = -1, -1
-            print(f"[kan.warm] no peer credentials ({e}): connection closed", flush=True)
+            print(f"[launch.warm_server] no peer credentials ({e}): connection closed", flush=True)
         if uid != os.geteuid():
             # nothing is read from a stranger: its request, file descriptors and bytes stay unread
-            print(f"[kan.warm] refused a connection from uid {uid} (pid {pid}): this server serves uid "
+            print(f"[launch.warm_server] refused a connection from uid {uid} (pid {pid}): this server serves uid "
                   f"{os.geteuid()} only", flush=True)
             conn.close()
             return
@@ -356,7 +356,7 @@ class Server:
             self.sel.register(conn, selectors.EVENT_READ)
         except Exception as e:  # a bad request ends its connection, never the server
             if isinstance(e, BadRequest):
-                print(f"[kan.warm] refused a request: {e}", flush=True)
+                print(f"[launch.warm_server] refused a request: {e}", flush=True)
             send_line(conn, {"error": f"{type(e).__name__}: {e}"})
             for fd in fds:
                 os.close(fd)

@@ -20,7 +20,7 @@ multi-rank point (experiment `readiness`, one per implementation), each {check, 
                       forward, loss, backward and Adam's step on the meta device under a dispatch mode,
                       on every kernel path a GPU may take; fails naming each operator that builds a tensor
                       from Python values, copies to or reads from the host, has a data-dependent shape or
-                      syncs, and the module it ran in (kan/capture.py). Not a DDP check: a failure says
+                      syncs, and the module it ran in (kan/probes/capture.py). Not a DDP check: a failure says
                       only that the model cannot run with training.cuda_graphs
 
 A check's `pass` is null when it could not run (its detail says why). The checks never stop the
@@ -37,9 +37,10 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from . import capture, ddp_wrap
-from .config import Point
-from .models import build_model
+from . import capture
+from .. import ddp_wrap
+from ..contract.point import Point
+from ..models import build_model
 
 FIX = {
     "unused_parameters": "use every parameter in forward (drop or freeze the unused ones with requires_grad=False), "

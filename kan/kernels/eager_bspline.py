@@ -1,6 +1,6 @@
 """Eager (pure PyTorch) kernels for the B-spline KAN layer: every order, device and dtype.
 
-The fallback behind the same interface as kan/_numba_bspline.py and kan/_triton_bspline.py
+The fallback behind the same interface as kan/kernels/numba_bspline.py and kan/kernels/triton_bspline.py
 (see _BSplineKANFunction in kan/layers.py). On a uniform grid, x in knot interval j
 (u = (x - t_0) / h, j = floor(u), f = u - j) has only order + 1 non-zero B-splines,
 k = j - order .. j, whose values are fixed polynomials in f: forward is one Horner on a

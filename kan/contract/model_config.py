@@ -1,5 +1,5 @@
 """What network a point trains (the config's `model:` section): one of the built-in implementations
-or your own factory (kan/factory.py), its widths, grid and basis. No torch import at module level.
+or your own factory (kan/contract/factory.py), its widths, grid and basis. No torch import at module level.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from .fields import PointError, as_tuple, meta, plain, validate
 
 # pykan: the seed paper's implementation (pykan 0.2.8), run in its own environment through
 # workflow/scripts/pykan_train.py with this package's loop and record; besides these, an impl may be
-# a factory 'package.module:function' or 'path/file.py:function' (kan/factory.py)
+# a factory 'package.module:function' or 'path/file.py:function' (kan/contract/factory.py)
 IMPLS = factory.BUILTIN
 BASES = ("bspline", "rbf", "chebyshev")
 
@@ -23,7 +23,7 @@ class ModelConfig:
     impl: str = field(default="kanscale", metadata=meta(
         "kanscale = our KAN; mlp = Linear+SiLU with the same widths; mlp_matched = MLP with the KAN's "
         "parameter count; pykan = the seed paper's pykan 0.2.8 (B-spline only); or your own factory "
-        "'package.module:function' / 'path/file.py:function' (kan/factory.py)", choices=IMPLS,
+        "'package.module:function' / 'path/file.py:function' (kan/contract/factory.py)", choices=IMPLS,
         open_choices=True))
     basis: str = field(default="bspline", metadata=meta("KAN basis functions", choices=BASES))
     widths: tuple[int, ...] = field(default=(2, 64, 1), metadata=meta(

@@ -1,5 +1,5 @@
 """What bounds a step: its fixed cost, its cost per sample, the operators it dispatches, and which of
-dispatch, compute and communication is the largest part (issue 31).
+dispatch, compute and communication is the largest part.
 
 A step's compute time is close to linear in the per-rank batch b: t(b) = fixed + per_sample * b. The
 fixed part is what a step costs however few samples it has (operator dispatch, kernel launches,
@@ -121,7 +121,7 @@ def gpu_busy(events) -> tuple[int, float | None]:
 
 def _ops(net, opt, loss_fn, xb, yb, ddp: bool, device) -> dict:
     """The operators (CPU) or kernels (CUDA) of one compute-only step."""
-    from .distributed import sync
+    from ..distributed import sync
 
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
@@ -162,7 +162,7 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
     Every rank calls it (DDP's forward may broadcast buffers: the same number of forwards everywhere)."""
     import torch
 
-    from .distributed import sync
+    from ..distributed import sync
 
     if batch < 2 or len(x_all) < batch:
         return None

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .data_config import DataConfig
+from ..contract.data_config import DataConfig
 
 
 class DataError(ValueError):

@@ -1,4 +1,4 @@
-"""What a field of the point dataclasses (kan/config.py, kan/settings.py) is: its metadata (help,
+"""What a field of the point dataclasses (kan/contract/point.py, kan/contract/study_settings.py) is: its metadata (help,
 unit, CLI flag, bounds), the checks every dataclass runs on its fields, and a value's JSON and
 command-line spelling. No dataclass of a point lives here; they all build on this module.
 """
@@ -78,7 +78,7 @@ def _elem_type(hint):
 
 def validate(obj, prefix: str, limits) -> None:
     """Type, finiteness and bounds of every field of a dataclass instance; `limits` (a
-    kan.settings.Limits, or None) gives the bounds that fields with `limit` name."""
+    kan.contract.study_settings.Limits, or None) gives the bounds that fields with `limit` name."""
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
         if "help" not in f.metadata:
