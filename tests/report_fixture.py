@@ -6,13 +6,13 @@ from pathlib import Path
 
 from scaling.common.columns import clean, clean_allreduce
 from scaling.common.settings import Settings
-from scaling.decide.build import compute_guidelines
+from scaling.decide.guidelines import compute_guidelines
 from scaling.decide.expectations import evaluate
-from scaling.model.build import fit_performance_model
+from scaling.model.perf_model import fit_performance_model
 from scaling.report.plots import plot_figures
 from scaling.report.reference import load_reference
 from scaling.report.render import render_report
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling_data import allreduce_sweep, loss_curves, schema_config, study
 
 # the hand-built study's config: the schema's defaults but for these (two repeats, a quick bootstrap)

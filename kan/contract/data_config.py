@@ -7,7 +7,7 @@
 
 At its defaults this section is left out of a point's id, JSON and command line, so every point
 measured before it existed keeps its id. A file's (or sklearn dataset's) content hash is resolved at
-plan time (workflow/scripts/plan/data.py) and is part of the id: new data, new points. No numpy or
+plan time (workflow/scripts/plan/data_section.py) and is part of the id: new data, new points. No numpy or
 torch import at module level.
 """
 

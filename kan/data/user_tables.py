@@ -1,5 +1,5 @@
 """A table of features and a target (data.kind file or sklearn), read and checked, split and
-standardised. The plan reads and checks a table ONCE (workflow/scripts/plan/data.py), before it
+standardised. The plan reads and checks a table ONCE (workflow/scripts/plan/data_section.py), before it
 writes anything; the trainer reads the same file again (its path absolute in the point) and checks
 its content hash against the planned one. No torch here.
 

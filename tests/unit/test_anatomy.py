@@ -113,7 +113,7 @@ def _measurements(rows):
 
 
 def test_the_table_splits_each_configurations_step_and_names_its_bound():
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     df = _measurements([
         # 1 rank: 2 ms fixed + 128 x 2 us = 2.256 ms; no all-reduce (its probe difference is noise)
@@ -136,7 +136,7 @@ def test_the_table_splits_each_configurations_step_and_names_its_bound():
 
 def test_the_section_says_what_follows_for_each_implementation():
     from scaling.report.anatomy_section import anatomy_context
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     df = _measurements([{"experiment": "strong", "model": "kan", "world_size": w, "gpus_per_node": w,
                          "batch_per_rank": 128 // w, "rep": 0, "step_time_s": 0.0025, "fixed_step_ms": 2.3,
@@ -151,7 +151,7 @@ def test_the_section_says_what_follows_for_each_implementation():
 def test_the_step_bound_guideline_is_advice_only_when_the_repeats_agree():
     from scaling.decide.rules import Decide
     from scaling.decide.stepbound import step_bound
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     def rows(fixed_ms):  # 1 rank, 128 a rank, 1 us a sample: 0.128 ms compute
         return [{"experiment": "strong", "model": "kan", "world_size": 1, "gpus_per_node": 1, "batch_per_rank": 128,

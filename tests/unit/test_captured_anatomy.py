@@ -46,7 +46,7 @@ def _rows(step_ms, ranks=2, reps=2, kind="captured"):
 
 
 def test_a_captured_rows_table_has_no_zero_communication():
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     (r,) = [r for _, r in anatomy_table(_rows(0.3)).iterrows()]
     assert bool(r["captured"]) and pd.isna(r["communication_ms"]) and r["communication_ms"] != 0.0
@@ -62,7 +62,7 @@ def test_a_captured_steps_guideline_and_section_give_no_capture_advice():
     from scaling.decide.rules import Decide
     from scaling.decide.stepbound import cite_bound, step_bound
     from scaling.report.anatomy_section import anatomy_context
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     table = anatomy_table(_rows(0.3))
     (g,) = step_bound(table, Decide(2, 0.95))

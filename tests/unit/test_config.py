@@ -224,7 +224,7 @@ SCHEMA_ONLY = ("$defs.topologies", "$defs.topology", "repeats", "repeats.*", "re
                "report.*",
                # runs measured elsewhere: read by plan/imports.py, each matched to a point, never a point's field
                "import", "import.*",
-               # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data.py)
+               # data.path becomes an absolute path, data.equations one DataConfig per equation (plan/data_section.py)
                "data", "data.path", "data.equations",
                # how points are grouped into Slurm allocations, read by plan/packs.py, not a point's field
                "resources.pack", "resources.pack.*",

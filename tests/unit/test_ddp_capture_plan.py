@@ -11,7 +11,7 @@ import yaml
 
 import plan
 import study
-from plan import summary
+from plan import plan_summary
 
 CFG = {"study": "cap", "device": "cuda", "repeats": 1, "model": {"widths": [2, 16, 1], "grid_size": 5},
        "training": {"epochs": 1, "warmup_steps": 2, "max_steps": 12},
@@ -53,7 +53,7 @@ def test_hooks_not_shown_capture_safe_are_left_out_too_one_line_per_reason():
     assert ddp_labels(cfg) == sorted(
         [f"{h}{b}" for h in ("none", "fp16", "bf16", "powersgd-rank1") for b in ("", " bucket-1")]
         + ["none graphs", "none bucket-1 graphs"])
-    lines = summary.left_out_lines(plan.ddp_left_out(plan.validate_config(cfg)))
+    lines = plan_summary.left_out_lines(plan.ddp_left_out(plan.validate_config(cfg)))
     assert len(lines) == 2
     assert lines[0].startswith("left out of experiments.ddp: 4 settings with comm_hook fp16, bf16 and cuda_graphs true")
     assert lines[0].endswith("no CUDA test has shown the hook runs inside a captured step")
@@ -64,7 +64,7 @@ def test_a_plan_without_graphs_leaves_nothing_out():
     cfg = copy.deepcopy(CFG)
     cfg["experiments"]["ddp"]["cuda_graphs"] = [False]
     assert plan.ddp_left_out(plan.validate_config(cfg)) == []
-    assert summary.left_out_lines([]) == []
+    assert plan_summary.left_out_lines([]) == []
 
 
 @pytest.mark.parametrize("hooks", [["powersgd"], ["fp16", "powersgd"]])

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from scaling.common.columns import LOSS_CURVE_COLUMNS, clean, clean_allreduce
-from scaling.decide.build import compute_guidelines
-from scaling.model.build import fit_performance_model
+from scaling.decide.guidelines import compute_guidelines
+from scaling.model.perf_model import fit_performance_model
 from scaling.report.plots import plot_figures
 from scaling.report.render import render_report
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 
 from scaling_data import allreduce_sweep, frame, row, schema_config, settings
 

@@ -43,7 +43,7 @@ def test_a_cpu_records_path_is_untimed_and_named(tmp_path, impl, want):
 def test_the_anatomy_table_names_the_kernels_and_a_captured_step():
     import pandas as pd
 
-    from scaling.tables.anatomy import anatomy_table
+    from scaling.tables.anatomy_table import anatomy_table
 
     base = {"status": "ok", "ddp": True, "nodes": 1, "link_mbit": 0.0, "hidden_width": 64, "ddp_setting": "none",
             "placement": "1x1", "placement_class": "single-rank", "global_batch": 128, "samples": 8192, "epochs": 1,

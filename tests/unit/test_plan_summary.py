@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import study
-from plan import summary
+from plan import plan_summary
 
 PAPER = "config/paper.yaml"
 
@@ -61,7 +61,7 @@ def rows(*specs):
 def test_groups_sum_to_the_total_and_say_states_and_limits_in_words():
     rs, points = rows(("weak", 2, 4, 30, "ok"), ("weak", 2, 4, 60, "pending"), ("weak", 2, 4, 30, "not submitted"),
                       ("strong", 1, 1, 30, "failed"), ("weak", 1, 1, 30, "ok"))
-    lines = summary.group_lines(rs, points, gpus=True)
+    lines = plan_summary.group_lines(rs, points, gpus=True)
     assert lines[0].split() == ["experiment", "placement", "points", "states", "time", "limit", "GPU-hours", "at",
                                 "most"]
     # experiments in the config's order (first seen), placements smallest first
@@ -75,13 +75,13 @@ def test_groups_sum_to_the_total_and_say_states_and_limits_in_words():
 @pytest.mark.parametrize("nodes, ranks, gpus, words", [(1, 1, True, "1 node x 1 GPU"), (2, 4, True, "2 nodes x 4 GPUs"),
                                                        (1, 4, False, "1 node x 4 ranks")])
 def test_placement_in_words(nodes, ranks, gpus, words):
-    assert summary.placement_words(nodes, ranks, gpus) == words
+    assert plan_summary.placement_words(nodes, ranks, gpus) == words
 
 
 def test_retries_multiply_only_the_jobs_still_to_run():
     rs, _ = rows(("weak", 1, 2, 60, "ok"), ("weak", 1, 2, 60, "not submitted"))
-    first, retried = summary.cost_lines(rs, rs[1:], retries=2, profile="profiles/slurm", gpus=True)
+    first, retried = plan_summary.cost_lines(rs, rs[1:], retries=2, profile="profiles/slurm", gpus=True)
     assert first == ("at most 4.0 GPU-hours (2.0 node-hours) if every job ran to its time limit; "
                      "the 1 still to run: at most 2.0 GPU-hours (1.0 node-hours)")
     assert "at most 6.0 GPU-hours" in retried and "ran 3 times" in retried
-    assert "also the worst case" in summary.cost_lines(rs, rs[1:], 0, "p", True)[1]
+    assert "also the worst case" in plan_summary.cost_lines(rs, rs[1:], 0, "p", True)[1]

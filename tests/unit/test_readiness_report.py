@@ -1,4 +1,4 @@
-"""ddp_readiness.json from the readiness points' records (scaling/tables/readiness.py) and what the
+"""ddp_readiness.json from the readiness points' records (scaling/tables/readiness_table.py) and what the
 report makes of it: no verdict made up for a failed or missing check point, and a note on exactly
 the guidelines about an implementation that failed a check."""
 
@@ -7,7 +7,7 @@ import json
 from kan.contract import record as records
 from kan.contract.point import ModelConfig, Placement, Point, TrainConfig
 from scaling.report.render import config_echo, readiness_context, with_readiness_notes
-from scaling.tables.readiness import failed_checks, verdicts
+from scaling.tables.readiness_table import failed_checks, verdicts
 
 
 def _point(impl="kanscale", **kw) -> Point:

@@ -4,10 +4,10 @@ that shared one host."""
 
 import pytest
 from scaling.common.columns import clean, clean_allreduce
-from scaling.decide.build import compute_guidelines
+from scaling.decide.guidelines import compute_guidelines
 from scaling.decide.rules import more_repeats, side
-from scaling.model.build import fit_performance_model
-from scaling.tables.build import compute_tables
+from scaling.model.perf_model import fit_performance_model
+from scaling.tables.all_tables import compute_tables
 from scaling_data import allreduce_sweep, frame, row, settings, study
 
 TH = {"efficiency_threshold": 0.75, "inter_node_penalty_pct": 10, "comm_share_pct": 20, "min_repeats": 2,

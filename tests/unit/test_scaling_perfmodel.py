@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scaling.common.columns import clean, clean_allreduce
 from scaling.common.io import json_safe
-from scaling.model.build import fit_performance_model
+from scaling.model.perf_model import fit_performance_model
 from scaling.model.fit import fit_all, fit_comm, fit_sweep, training_rows, validate
 from scaling.model.terms import corun_curve, corun_factor, ring
 from scaling_data import allreduce_sweep, frame, row, settings

@@ -5,7 +5,7 @@ import math
 import pytest
 from scaling.common.columns import clean
 from scaling.common.stats import linear_fit, ratio_ci, summarize, t975
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling.tables.experiments import karp_flatt, karp_flatt_note
 from scaling_data import allreduce_sweep, frame, row, settings, study
 

@@ -14,7 +14,7 @@ import torch  # noqa: F401  (imported before train.main: no imports part in this
 from kan import startup, train
 from scaling.common.columns import VAL_CURVE_COLUMNS
 from scaling.report.cells import heldout_rows
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling.tables.tidy import collect
 from scaling_data import frame, row, settings
 

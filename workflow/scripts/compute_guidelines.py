@@ -6,7 +6,7 @@ from pathlib import Path
 
 from scaling.common.io import read_json, read_tables, step_args, write_json
 from scaling.common.settings import Settings
-from scaling.decide.build import compute_guidelines
+from scaling.decide.guidelines import compute_guidelines
 
 
 def main(tables: dict, model: str, thresholds: dict, out: str, critical: str | None = None,

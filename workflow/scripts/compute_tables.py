@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scaling.common.io import TABLES, read_csv, step_args, write_csv, write_json
 from scaling.common.settings import Settings
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling.tables import queue
 from scaling.tables.provenance import provenance
 from scaling.tables.tidy import read_record

@@ -1,12 +1,12 @@
 """Workflow step: the readiness check points' records (experiment readiness, kan/probes/readiness.py) ->
-results/<study>/ddp_readiness.json, each implementation's checks (scaling/tables/readiness.py)."""
+results/<study>/ddp_readiness.json, each implementation's checks (scaling/tables/readiness_table.py)."""
 
 import json
 import sys
 from pathlib import Path
 
 from scaling.common.io import step_args, write_json
-from scaling.tables.readiness import verdicts
+from scaling.tables.readiness_table import verdicts
 
 
 def main(planned: str, points_dir: str, out: str) -> None:

@@ -7,7 +7,7 @@ import sys
 from scaling.common.columns import clean, clean_allreduce
 from scaling.common.io import read_csv, step_args, write_json
 from scaling.common.settings import Settings
-from scaling.model.build import fit_performance_model
+from scaling.model.perf_model import fit_performance_model
 from scaling.model.holdout import holdout
 
 

@@ -17,10 +17,10 @@ from scaling.common.columns import clean, clean_allreduce
 from scaling.common.io import read_json, step_args, write_json
 from scaling.common.repeats import RepeatPlan, requested_points
 from scaling.common.settings import Settings
-from scaling.decide.build import compute_guidelines
+from scaling.decide.guidelines import compute_guidelines
 from scaling.decide.sequential import family_keys, plan_batch
-from scaling.model.build import fit_performance_model
-from scaling.tables.build import compute_tables
+from scaling.model.perf_model import fit_performance_model
+from scaling.tables.all_tables import compute_tables
 from scaling.tables.tidy import collect, read_job_wall
 
 from kan.contract.point import Point

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 import plan
-from plan import summary
+from plan import plan_summary
 from launch import claims, geometry
 from launch import slurm as slurm_jobs
 import yaml
@@ -162,7 +162,7 @@ def allocation_lines(cfg: dict, points: dict, todo: list[str], source: str) -> l
     for p in packs.values():
         # the plan's one placement notation ('2 nodes x 4 GPUs'), with the jobs that wait on the rate sweep
         g, first = p["geometry"], points[p["points"][0]].placement  # one geometry: one placement per pack
-        words = summary.placement_words(first.nodes, first.gpus_per_node, bool(g["gres"]))
+        words = plan_summary.placement_words(first.nodes, first.gpus_per_node, bool(g["gres"]))
         shapes.setdefault(words + (", after the rate sweep" if g["after_sweep"] else ""), []).append(p)
     out = [f"allocations (resources.pack: at most {pack['max_points']} points and {pack['max_runtime_min']} min "
            f"each): {len(packs)} for the {len(todo)} jobs still to run, against {len(todo)} with one job per point"]
@@ -199,22 +199,22 @@ def cmd_plan(args) -> int:
     # the summary first, its cost within a screen's first lines: a study may have hundreds of points
     print(f"study {cfg['study']} ({args.configfile}): {len(rows)} points, one job each; {num_records} records "
           f"present ({len(rows) - len(todo)} ok), {len(todo)} still to run")
-    for line in summary.cost_lines(rows, todo, profile_retries(Path(args.profile)), args.profile, gpus):
+    for line in plan_summary.cost_lines(rows, todo, profile_retries(Path(args.profile)), args.profile, gpus):
         print(line)
     if rp.adaptive:
         first = [r for r in rows if points[r["point"]].rep < rp.min]
         print(f"adaptive repeats: the figures above count every point at repeats.max = {rp.max}; the {len(first)} jobs "
-              f"at repeats.min = {rp.min} run for sure, at most {summary.hours_words(first, gpus)}; "
+              f"at repeats.min = {rp.min} run for sure, at most {plan_summary.hours_words(first, gpus)}; "
               f"{rp.num_looks - 1} look(s) add only what an undecided guideline needs"
               + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
-    print(summary.estimate_line(rows, plan.ESTIMATE_RULE))
-    print(summary.largest_line(rows, points, gpus))
-    for line in summary.left_out_lines(plan.ddp_left_out(cfg)):
+    print(plan_summary.estimate_line(rows, plan.ESTIMATE_RULE))
+    print(plan_summary.largest_line(rows, points, gpus))
+    for line in plan_summary.left_out_lines(plan.ddp_left_out(cfg)):
         print(line)
     for line in allocations:
         print(line)
     print()
-    for line in summary.group_lines(rows, points, gpus):
+    for line in plan_summary.group_lines(rows, points, gpus):
         print(line)
     if args.points:
         print()
@@ -304,7 +304,7 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         cfg_file = scratch / "study.yaml"
         data = cfg["data"]
         if data.get("path") and not Path(data["path"]).expanduser().is_absolute():
-            # a table's path is relative to the working directory (plan/data.py); snakemake runs in
+            # a table's path is relative to the working directory (plan/data_section.py); snakemake runs in
             # the scratch folder here, so give it the same file by its absolute path
             cfg = {**cfg, "data": {**data, "path": str((workdir / Path(data["path"]).expanduser()).resolve())}}
         write_text(cfg_file, yaml.safe_dump({**cfg, "partial": True}, sort_keys=False))

@@ -11,7 +11,7 @@ import plan
 from scaling.common.columns import VAL_CURVE_COLUMNS
 from scaling.common.stats import summarize
 from scaling.report.cells import table_rows
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling.tables.heldout import first_reach, references, rule_text
 from scaling.report.render import render_report
 from scaling_data import frame, row, schema_config, settings

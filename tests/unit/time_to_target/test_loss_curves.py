@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 import pytest
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling.tables.target import rule_text, targets, time_to_target
 from scaling_data import frame, loss_curves, row, settings
 

@@ -10,7 +10,7 @@ import pandas as pd
 from scaling.common.columns import VAL_CURVE_COLUMNS
 from scaling.report.plots import plot_figures
 from scaling.report.render import render_report
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling_data import frame, row, schema_config, settings
 
 # held-out accuracy at evaluations 1..4 (every 1000 samples) per (world size, repeat)

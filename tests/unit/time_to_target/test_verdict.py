@@ -7,9 +7,9 @@ import pytest
 
 from scaling.common.columns import VAL_CURVE_COLUMNS
 from scaling.decide.accuracy import time_to_accuracy
-from scaling.decide.build import compute_guidelines
+from scaling.decide.guidelines import compute_guidelines
 from scaling.decide.rules import Decide
-from scaling.tables.build import compute_tables
+from scaling.tables.all_tables import compute_tables
 from scaling_data import frame, row, settings
 
 KAN, MLP = "kan-bspline [2,64,1]", "mlp_matched [2,8,1]"

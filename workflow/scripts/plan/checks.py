@@ -12,7 +12,7 @@ from kan.contract.data_config import SKLEARN
 from scaling.decide.expectations import expectation_problems
 
 from . import factories
-from .fields import lr_candidates, study_parts
+from .config_keys import lr_candidates, study_parts
 from .points import (CAPTURE_SAFE_HOOKS, DDP_DEFAULTS, TRAINING_EXPERIMENTS, ddp_left_out, enabled, plan_points,
                      repeat_plan, world)
 

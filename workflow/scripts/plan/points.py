@@ -15,14 +15,14 @@ from kan.contract.point import EXPERIMENTS, AllreduceConfig, Placement, Point, P
 from kan.contract.fields import default
 from scaling.common.repeats import RepeatPlan
 
-from .fields import config_kwargs, lr_candidates, study_parts
+from .config_keys import config_kwargs, lr_candidates, study_parts
 from .schema import ConfigError
 
 TRAINING_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("allreduce", "readiness"))
 # the ddp experiment's lists: every combination of their items is one setting
 DDP_LISTS = ("comm_hook", "bucket_cap_mb", "static_graph", "gradient_as_bucket_view", "nccl_algo", "cuda_graphs")
 # DDP's defaults (the trainer's): the `none` setting every other one is judged against
-# (scaling/tables/ddp.py); the schema's lists default to exactly these (tests/unit/test_config.py)
+# (scaling/tables/ddp_table.py); the schema's lists default to exactly these (tests/unit/test_config.py)
 DDP_DEFAULTS = {name: default(TrainConfig, name) for name in DDP_LISTS}
 
 
@@ -197,7 +197,7 @@ def links(cfg: dict, topo: dict) -> list[dict]:
 
 
 def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[str, Point]:
-    """Every point of a validated config from its study-wide dataclasses (plan/fields.py
+    """Every point of a validated config from its study-wide dataclasses (plan/config_keys.py
     study_parts); a point its dataclasses reject raises ConfigError, or, given `problems`, adds
     (where, message) to it and is left out."""
     points: dict[str, Point] = {}

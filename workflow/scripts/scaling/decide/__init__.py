@@ -6,8 +6,8 @@ expectations. Reads the tables stage's tables and model.json.
     comm          multi-node vs one node at equal world size; exposed communication share of a step
     memory        peak memory vs parameters, and what fits in 16 / 40 / 80 GB
     deploy        where to run the configured work, from the performance model
-    ddp           which of DDP's own settings to deploy, by time to the target loss
-    build         compute_guidelines: all of the above, in report order
+    ddp_advice    which of DDP's own settings to deploy, by time to the target loss
+    guidelines    compute_guidelines: all of the above, in report order
     sequential    adaptive repeats: what one look adds, the error-rate simulation, the report's account
     expectations  report.expect: its grammar, and pass / fail / inconclusive against the tables
 """

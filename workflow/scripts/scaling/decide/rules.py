@@ -1,4 +1,4 @@
-"""What every guideline shares (the rules live beside this module, decide/build.py calls them all).
+"""What every guideline shares (the rules live beside this module, decide/guidelines.py calls them all).
 
 Deployment guidelines: explicit rules over the scaling tables and the performance model. Each
 guideline names its decisive quantity with its deciding interval and has a status:

@@ -1,4 +1,4 @@
-"""What bounds a step, as a guideline per implementation (the anatomy table, scaling/tables/anatomy.py):
+"""What bounds a step, as a guideline per implementation (the anatomy table, scaling/tables/anatomy_table.py):
 at the smallest world size of the strong experiment (its DDP baseline: what one rank's step is made
 of), is the step dispatch-, compute- or communication-bound, and what follows for adding ranks.
 Advice only when every ok repeat gives the same bound and there are at least report.min_repeats of

@@ -1,10 +1,10 @@
 """The performance model of one DDP training step: fitted to the tables stage's clean frames,
-validated on held-out world sizes, predicting beyond them (model.json; build.py describes the maths).
+validated on held-out world sizes, predicting beyond them (model.json; perf_model.py describes the maths).
 
     terms      the ring all-reduce, bounded least squares, the compute design, cores shared by ranks
     fit        compute and communication terms, a step's prediction, leave-one-world-size-out validation
     predict    the configured work at powers of two per link class, and the recommendation
     linkcheck  the model against the emulated links, whose rate is known; their block in the report
-    ddp        DDP's own settings predicted from their bytes per step
-    build      fit_performance_model: all of the above as model.json
+    ddp_model  DDP's own settings predicted from their bytes per step
+    perf_model fit_performance_model: all of the above as model.json
 """

@@ -1,4 +1,4 @@
-"""Fitting the performance model (model/build.py describes it): the compute term per model family,
+"""Fitting the performance model (model/perf_model.py describes it): the compute term per model family,
 the communication term per link class (from the all-reduce sweep and the training points' exposed
 communication), prediction of a step, and the leave-one-world-size-out validation and bootstrap
 draws that test and bound it.
@@ -15,10 +15,10 @@ from ..common.columns import DEFAULT_DDP_SETTING, SINGLE, model_family
 from .terms import (NotFitted, bounded_linear, busy_cores, compute_design, compute_time, corun_curve, corun_factor,
                     full_rank, oversubscription, ring, ring_design, sweep_oversub)
 
-# gloo's all-reduce is the CPU ranks' own work: time-shared like their compute (model/build.py);
+# gloo's all-reduce is the CPU ranks' own work: time-shared like their compute (model/perf_model.py);
 # benchmarks/model_loo.py turns it off to show the model without it
 COMM_SHARES_CORES = True
-# the co-run slowdown c(k) from the sweep (model/build.py); benchmarks/model_loo.py turns it off
+# the co-run slowdown c(k) from the sweep (model/perf_model.py); benchmarks/model_loo.py turns it off
 USE_CORUN = True
 CONFIG = ["experiment", "model", "nodes", "gpus_per_node", "batch_per_rank"]
 
@@ -180,7 +180,7 @@ def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     points were never probed: _with_unprobed_baselines). With `defaults_only`, only DDP's default
     settings (ddp_setting none): a hook changes the bytes sent (fp16 halves them) and adds its own
     work, a bucket size changes the overlap; the model is fitted to DDP as the other experiments run
-    it and predicts the settings from their bytes (model/ddp.py)."""
+    it and predicts the settings from their bytes (model/ddp_model.py)."""
     ok = df[(df["status"] == "ok") & (df["step_time_s"] > 0)].copy()
     ok["family"] = [model_family(m) for m in ok["model"]]
     ok = _with_unprobed_baselines(ok)

@@ -1,4 +1,4 @@
-"""What the fitted performance model predicts (model/build.py describes it): the configured
+"""What the fitted performance model predicts (model/perf_model.py describes it): the configured
 strong-scaling work of each model at powers of two per link class, with bootstrap bands, and the
 recommendation drawn from those predictions (fastest with predicted efficiency >= the threshold,
 fewest GPU-hours).

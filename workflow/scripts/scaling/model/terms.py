@@ -1,4 +1,4 @@
-"""The terms of the performance model (model/build.py describes the model): the ring all-reduce,
+"""The terms of the performance model (model/perf_model.py describes the model): the ring all-reduce,
 the bounded linear least squares every term is fitted with, the compute design, and how ranks share
 a host's cores (time-sharing s and the co-run slowdown c(k)). No fitting policy here: model/fit.py
 decides what to fit from which rows.

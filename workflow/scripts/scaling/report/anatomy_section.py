@@ -1,4 +1,4 @@
-"""The report's "What bounds a step" section: the anatomy table (scaling/tables/anatomy.py) as cells,
+"""The report's "What bounds a step" section: the anatomy table (scaling/tables/anatomy_table.py) as cells,
 its figures, and per implementation what follows in words (no section without anatomies)."""
 
 from __future__ import annotations

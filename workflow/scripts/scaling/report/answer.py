@@ -17,7 +17,7 @@ import pandas as pd
 from ..common.stats import as_number, known
 from . import operator
 from .series import ddp_rows
-from .summary import CARDS
+from .run_summary import CARDS
 
 # the answer table's headers that a Terms entry explains (the template links them)
 TERMS = {"efficiency": "term-efficiency", "step bound": "term-bound", "model error": "term-loo",

@@ -1,7 +1,7 @@
 """The report's "What bounds a step" figures: per implementation (model) of the strong experiment
 (else weak), one stacked bar per world size splitting the measured synced step into its fixed
 dispatch cost, its per-sample compute and its exposed communication (anatomy.csv, scaling/tables/
-anatomy.py). Drawn only where records carry an anatomy, so older studies get no figure and no
+anatomy_table.py). Drawn only where records carry an anatomy, so older studies get no figure and no
 manifest entry. Names start with PREFIX."""
 
 from __future__ import annotations

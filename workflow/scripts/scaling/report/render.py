@@ -24,7 +24,7 @@ from kan.contract.fields import default
 from ..common.settings import Settings
 from ..model import linkcheck
 from ..tables import heldout, queue
-from ..tables import readiness as ready
+from ..tables import readiness_table as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
@@ -34,7 +34,7 @@ from .plots_accuracy import CRITICAL, PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, core_table, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
-from .summary import measured_on
+from .run_summary import measured_on
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "report" / "templates"
 SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],

@@ -22,7 +22,7 @@ from .answer import interval
 from .cells import cell_text, ddp_where, number_text
 from .numbers import numbers_tables
 from .reference import comparable, overlay_note
-from .summary import band_text, status_counts
+from .run_summary import band_text, status_counts
 
 SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
 TOPICS = (("time-to-accuracy", "Time to the held-out target"), ("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),

@@ -7,7 +7,11 @@
     fits         Amdahl, Gustafson and USL fitted to the speedups, bootstrap CIs
     aggregate    configurations and their repeats: counts by status, mean and CIs per metric
     experiments  the strong, weak, comm, model-size and all-reduce tables (speedup, efficiency, ...)
-    ddp          the ddp experiment's table: each DDP setting against DDP's defaults
+    ddp_table    the ddp experiment's table: each DDP setting against DDP's defaults
     heldout      time and samples to a held-out target (report.target) for the strong and weak tables
-    build        compute_tables: every table, the points' status and the fits in one call
+    critical     the critical batch from the batch experiment's samples to the held-out target
+    lrtune       each implementation's rate from the one-rank lr sweep (training.lr: tuned)
+    anatomy_table    what bounds a step, per implementation, experiment and world size
+    readiness_table  the DDP-readiness verdicts of the implementations (ddp_readiness.json)
+    all_tables   compute_tables: every table, the points' status and the fits in one call
 """

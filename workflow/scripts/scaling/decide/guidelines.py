@@ -7,7 +7,7 @@ import pandas as pd
 from ..common.settings import Settings
 from .accuracy import time_to_accuracy
 from .comm import comm_share, inter_node
-from .ddp import ddp_setting_guidelines
+from .ddp_advice import ddp_setting_guidelines
 from .deploy import held_out, recommendation
 from .efficiency import per_rank_batch, strong_efficiency
 from .memory import memory

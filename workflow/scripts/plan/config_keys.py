@@ -11,7 +11,7 @@ from kan.contract.data_config import DataConfig
 from kan.contract import factory
 
 from . import factories
-from .data import DATA_FIELDS, datasets
+from .data_section import DATA_FIELDS, datasets
 
 # config key -> (dataclass, field): the value is passed as is (tests check the schema's defaults and
 # bounds against these fields)

@@ -78,7 +78,7 @@ import pandas as pd
 
 from ..common.settings import Settings
 from ..common.stats import BOOTSTRAP_SEED
-from .ddp import ddp_predictions
+from .ddp_model import ddp_predictions
 from .fit import fit_all, resample, training_rows
 from .linkcheck import cross_link, link_check
 from .predict import one_model

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.columns import model_family
-from ..tables.ddp import SAME_PLACE, baseline_of, hook_of
+from ..tables.ddp_table import SAME_PLACE, baseline_of, hook_of
 from .fit import predict_step
 from .terms import NotFitted
 

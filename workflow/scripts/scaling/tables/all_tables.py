@@ -1,5 +1,5 @@
 """The tables stage's entry point: measurements.csv, loss_curves.csv and allreduce.csv -> every table
-(experiments.py, ddp.py), the points-status table and the law fits (fits.py), with time to target
+(experiments.py, ddp_table.py), the points-status table and the law fits (fits.py), with time to target
 (target.py) per repeat; with a held-out target (report.target), the strong and weak tables carry
 time and samples to it from val_curves.csv (heldout.py) in place of the training-loss target."""
 
@@ -12,8 +12,8 @@ from ..common.settings import Settings
 from . import fits as law_fits
 from . import heldout
 from .aggregate import points_status
-from .anatomy import anatomy_table
-from .ddp import ddp_table
+from .anatomy_table import anatomy_table
+from .ddp_table import ddp_table
 from .experiments import allreduce_table, comm_table, model_size_table, strong_table, weak_table
 from .target import per_repeat
 
