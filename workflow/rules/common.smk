@@ -100,6 +100,42 @@ wildcard_constraints:
     point="|".join(map(re.escape, POINTS)) if POINTS else "^$",
 
 
+# Adaptive repeats (looks.smk has the checkpoint; common_looks.smk its get_* helpers). Config
+# `repeats: {min, max, looks, budget_rank_hours}`, scaling/decide/sequential.py: a chain of
+# checkpoints look1 .. look<K-1>. Look k reads the records the study has asked for so far (repeats
+# below `min`, plus what looks 1 .. k-1 added), computes every guideline and adds repeats only where
+# one is undecided; Snakemake re-plans the DAG after each look, so one `snakemake` command runs the
+# whole study, locally and on Slurm. The report is look K. With fixed repeats (or looks: 1) there is
+# no look: LAST_LOOK = 0.
+LAST_LOOK = REPEATS.num_looks - 1
+
+
+def requested_ids(after_look):
+    """Point ids the study asks for once look `after_look` has run (0: the first `min` repeats)."""
+    if after_look == 0:
+        return plan.initial_points(config, POINTS)
+    path = checkpoints.look.get(study=STUDY, k=after_look).output.look
+    requested = json.loads(Path(path).read_text())["requested"]
+    return [pid for pid, p in POINTS.items() if p.rep < requested.get(p.family, REPEATS.min)]
+
+
+# A tuned point (training.lr: tuned) trains at the rate the sweep chose (common_tune.smk).
+def sweep_running():
+    return any(POINTS[pid].experiment == "lr_tune" for pid in RUNNING)
+
+
+def tuned_point(point):
+    """The point with the rate the sweep chose for its implementation (launch/tuned.py; its id does
+    not change: a tuned point's id hashes its candidates); an untuned point as it is, and a tuned
+    one with its rate unset when there is no choice (the launcher then records why it cannot run)."""
+    from launch import tuned
+
+    try:
+        return tuned.resolve(point, Path(f"results/{STUDY}/lr_tuning.json"))
+    except tuned.TuningError:
+        return point
+
+
 def measured_ids(after_look):
     """The points whose records the analysis reads once look `after_look` (looks.smk; 0 = none) has
     added its repeats, without those still running as Slurm jobs of an earlier run; in a partial

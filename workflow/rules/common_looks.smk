@@ -1,19 +1,5 @@
-# The get_* helpers of adaptive repeats (looks.smk has the checkpoint). Config `repeats: {min, max,
-# looks, budget_rank_hours}`, scaling/decide/sequential.py: a chain of checkpoints look1 .. look<K-1>. Look k reads the records the study has asked for so far
-# (repeats below `min`, plus what looks 1 .. k-1 added), computes every guideline and adds repeats
-# only where one is undecided; Snakemake re-plans the DAG after each look, so one `snakemake`
-# command runs the whole study, locally and on Slurm. The report is look K. With fixed repeats
-# (or looks: 1) there is no look: LAST_LOOK = 0.
-LAST_LOOK = REPEATS.num_looks - 1
-
-
-def requested_ids(after_look):
-    """Point ids the study asks for once look `after_look` has run (0: the first `min` repeats)."""
-    if after_look == 0:
-        return plan.initial_points(config, POINTS)
-    path = checkpoints.look.get(study=STUDY, k=after_look).output.look
-    requested = json.loads(Path(path).read_text())["requested"]
-    return [pid for pid, p in POINTS.items() if p.rep < requested.get(p.family, REPEATS.min)]
+# The get_* helpers of adaptive repeats (looks.smk has the checkpoint; LAST_LOOK and
+# requested_ids are in common.smk, which says what a look is).
 
 
 def look_file(k):

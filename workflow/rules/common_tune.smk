@@ -13,10 +13,6 @@ def sweep_ids():
     return [pid for pid in plan.initial_points(config, POINTS) if POINTS[pid].experiment == "lr_tune"]
 
 
-def sweep_running():
-    return any(POINTS[pid].experiment == "lr_tune" for pid in RUNNING)
-
-
 def get_sweep_records(wildcards):
     return records_of([pid for pid in sweep_ids() if pid not in RUNNING])
 
@@ -40,18 +36,6 @@ def get_point_tuning(wildcards):
     if not POINTS[wildcards.point].train.tuned:
         return []
     return [ancient(checkpoints.tune_lr.get(study=STUDY).output.lr_tuning)]
-
-
-def tuned_point(point):
-    """The point with the rate the sweep chose for its implementation (launch/tuned.py; its id does
-    not change: a tuned point's id hashes its candidates); an untuned point as it is, and a tuned
-    one with its rate unset when there is no choice (the launcher then records why it cannot run)."""
-    from launch import tuned
-
-    try:
-        return tuned.resolve(point, Path(f"results/{STUDY}/lr_tuning.json"))
-    except tuned.TuningError:
-        return point
 
 
 def get_tuning_path(wildcards):

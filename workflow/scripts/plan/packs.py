@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kan.contract.point import LaunchSettings, Point
 from launch import geometry as geo  # one definition of what a point's job asks for
+from scaling.common.atomic import write_text
 
 from .schema import ConfigError
 
@@ -96,7 +97,5 @@ def write_manifests(folder: Path, packs: dict[str, dict]) -> None:
     for gid, pack in packs.items():
         path = folder / f"{gid}.json"
         if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(pack, sort_keys=True, indent=1))
-            tmp.replace(path)
+            write_text(path, json.dumps(pack, sort_keys=True, indent=1))
 
