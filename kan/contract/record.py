@@ -3,6 +3,7 @@
     write(path, record)          temp file in the same folder + fsync + rename (+ fsync of the folder)
     read(path, point_id=None)    parse + check; raises InvalidRecord(reason) for anything that is not
                                  a whole, current, well-formed record of that point
+    state(path, point_id=None)   what a record file says: missing, corrupt (and why), or its status
     failure(point, status, why)  the record of a point that did not measure (trainer and launcher)
 
 An invalid record is never data: the workflow re-runs its point and the report lists it as
@@ -175,6 +176,18 @@ def read(path: str | Path, point_id: str | None = None) -> dict:
     except ValueError as e:
         raise InvalidRecord(f"not valid JSON (truncated?): {e}") from None
     return check(rec, point_id)
+
+
+def state(path: str | Path, point_id: str | None = None) -> tuple[str, dict | str | None]:
+    """("missing", None) | ("corrupt", reason) | (status, record) of a point's record file (its point
+    id: the file's name unless given). The planner and the tables classify a record only here."""
+    path = Path(path)
+    if not path.exists():
+        return "missing", None
+    try:
+        return (rec := read(path, point_id=point_id or path.stem))["status"], rec
+    except InvalidRecord as e:
+        return "corrupt", str(e)
 
 
 def failure(point: dict, status: str, reason: str, **extra) -> dict:

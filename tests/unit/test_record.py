@@ -71,3 +71,24 @@ def test_nan_is_written_as_null_and_checked(tmp_path):
     records.write(tmp_path / "p.json", rec)
     with pytest.raises(records.InvalidRecord, match="bad timing.step_time_s: None"):
         records.read(tmp_path / "p.json", "p")
+
+
+def test_state_names_each_kind_of_file(tmp_path):
+    """One classification for the planner and the tables: missing, corrupt with why, else the status;
+    the file's name is the point id it must hold."""
+    path = tmp_path / "p.json"
+    assert records.state(path) == ("missing", None)
+    path.write_text('{"record_version": 2, "status": "ok"')  # a write cut short
+    state, why = records.state(path)
+    assert state == "corrupt" and "not valid JSON" in why
+    records.write(path, _ok_record("p"))
+    state, rec = records.state(path)
+    assert state == "ok" and rec["point"]["id"] == "p"
+    moved = tmp_path / "q.json"
+    path.rename(moved)  # another point's record under this name is not this point's result
+    state, why = records.state(moved)
+    assert state == "corrupt" and "of point 'p', not 'q'" in why
+    assert records.state(moved, "p")[0] == "ok"
+    records.write(path, records.failure({"id": "p"}, "oom", "CUDA out of memory"))
+    state, rec = records.state(path)
+    assert state == "oom" and rec["reason"] == "CUDA out of memory"

@@ -9,21 +9,12 @@ from pathlib import Path
 
 from kan.contract import record as records
 
+# what a record file says (missing, corrupt, or its status): the contract's one classification
+record_state = records.state
+
 # the rules that turn records into the report (what `make report` may run; never measure_point)
 ANALYSIS_RULES = ("write_plan", "collect_measurements", "compute_tables", "fit_model", "compute_guidelines",
                   "plot_figures", "evaluate_expectations", "render_report", "all")
-
-
-def record_state(path: str | Path) -> tuple[str, dict | str | None]:
-    """("missing", None) | ("corrupt", reason) | (status, record) of a point's record file."""
-    path = Path(path)
-    if not path.exists():
-        return "missing", None
-    try:
-        rec = records.read(path, point_id=path.stem)
-    except records.InvalidRecord as e:
-        return "corrupt", str(e)
-    return rec["status"], rec
 
 
 def retry_token(record_path: str | Path, rerun_failed: bool) -> str:

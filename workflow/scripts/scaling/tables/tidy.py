@@ -78,15 +78,13 @@ def last_attempt(points_dir: Path, point_id: str) -> str | None:
 
 
 def read_state(path: str | Path, point_id: str) -> tuple[str, dict | None, str | None]:
-    """(state, record or None, reason): the record's status, or corrupt / missing."""
-    path = Path(path)
-    if not path.exists():
-        return "missing", None, last_attempt(path.parent, point_id) or "no record yet"
-    try:
-        rec = records.read(path, point_id)
-    except records.InvalidRecord as e:
-        return "corrupt", None, f"invalid record ({e}); the next run measures it again"
-    return rec["status"], rec, rec.get("reason")
+    """(state, record or None, reason): the record's status, or corrupt / missing (records.state)."""
+    state, got = records.state(path, point_id)
+    if state == "missing":
+        return "missing", None, last_attempt(Path(path).parent, point_id) or "no record yet"
+    if state == "corrupt":
+        return "corrupt", None, f"invalid record ({got}); the next run measures it again"
+    return state, got, got.get("reason")
 
 
 def read_record(path: str | Path) -> dict | None:
