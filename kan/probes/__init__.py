@@ -1,4 +1,5 @@
-"""Measurements and checks beside the training loop, each recorded by name.
+"""Measurements and checks of a model, each recorded by name: beside the training loop, except the
+last, which the plan runs before any point.
 
     anatomy.py        what bounds a step: fixed cost, cost per sample, the operators it dispatches
     kernel_choice.py  which B-spline kernels a point's steps run (Triton only where it wins), and why

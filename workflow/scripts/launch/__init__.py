@@ -10,9 +10,12 @@
     isolation  what else ran on the point's machine when it started
     slurm      scontrol/squeue helpers (job facts, live jobs of a study, packed allocations)
     allocation a point's turn inside its Slurm job (a pack runs several), the job's queue facts
-    warm       a local CPU trainer forked by the warm-start server (warm_server.py), else None
+    tuned      a tuned point's rate: the sweep's choice for its implementation (lr_tuning.json)
+    warm       a local CPU trainer forked by the warm-start server, else None (the client)
+    warm_server  the warm-start server: imports once, forks a trainer per request, this user only
+    warm_fork  the server's side of a fork: the preload, the one-thread check, the child
     netemu     the emulated cluster as callers use it: each node's link (tbf), its probe, one point's
-               session; re-exports what they use of
+               session; re-exports what they use of netns
     netns      the emulated cluster's namespaces, bridge, addresses, CPU sets and state file
     main       the launcher: claim, run, classify, commit exactly one record
 

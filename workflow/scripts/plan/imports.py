@@ -8,7 +8,7 @@ point, marked `source: imported`, from the run it matched.
 
 Two formats:
   seed-suite  a folder with runs.csv (one row per run: its configuration) and <run>.csv (one row per
-              epoch), as the seed paper's suite writes them (data/seed-paper-a100/README.md)
+              epoch), as the seed paper's suite writes them (workflow/report/reference/seed-paper-a100-runs/README.md)
   table       one CSV any harness can export, one row per run or per epoch (docs/import.md)
 
 Pure Python (csv), no pandas: the planner imports it.
@@ -156,7 +156,7 @@ def _read_csv(path: Path, required: tuple[str, ...], known: tuple[str, ...] | No
     return rows
 
 
-# the seed suite: runs.csv's columns, and each run's per-epoch columns (data/seed-paper-a100/README.md)
+# the seed suite: runs.csv's columns, and each run's per-epoch columns (workflow/report/reference/seed-paper-a100-runs/README.md)
 SEED_RUN_COLUMNS = ("run", "test_type", "mode", "gpu_count", "node_count", "gpus_per_node", "k", "grid_size",
                     "width", "batch_size", "epochs", "dataset_size")
 SEED_EPOCH_COLUMNS = ("epoch", "loss", "epoch_time", "avg_batch_time", "max_allocated_gb")

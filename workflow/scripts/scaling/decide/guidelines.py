@@ -18,8 +18,8 @@ from .stepbound import cite_bound, step_bound
 
 def compute_guidelines(tables: dict, settings: Settings, model_json: dict | None = None,
                        critical: dict | None = None, holdout: dict | None = None) -> list[dict]:
-    """All guidelines, in report order. `tables` as tables.build.compute_tables returns (or read back
-    from CSV); `model_json` = model.build.fit_performance_model's output; `critical` =
+    """All guidelines, in report order. `tables` as tables.all_tables.compute_tables returns (or read back
+    from CSV); `model_json` = model.perf_model.fit_performance_model's output; `critical` =
     critical_batch.json (None: no batch experiment); `holdout` = holdout.json (report.holdout)."""
     eff = settings.efficiency_threshold
     d = Decide(settings.min_repeats, settings.decision_level)
