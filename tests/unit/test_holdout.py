@@ -96,3 +96,42 @@ def test_the_guideline_is_advice_only_within_the_model_error_threshold():
     (g,) = held_out({"m": [{**row, "predicted_step_s": 0.2, "error_pct": 36.9}]}, max_error_pct=25)
     assert g["status"] == "inconclusive" and "misses a held-out point by 37%" in g["settle"]
     assert held_out({}, 25) == []
+
+
+def _two_experiments(jitter: float) -> pd.DataFrame:
+    """The law's steps measured by two experiments each, one run each, the second `jitter` slower:
+    the same step run twice, as the seed paper's strong and weak runs are."""
+    rows = []
+    for p, n in ((1, 1), (2, 2), (4, 4), (8, 4)):
+        for experiment, factor in (("strong", 1.0), ("weak", 1.0 + jitter)):
+            r = imported(p, n, experiment=experiment)
+            r.update(step_time_s=r["step_time_s"] * factor)
+            rows.append(r)
+    return clean(frame(rows))
+
+
+def test_the_interval_adds_the_spread_between_runs_of_one_step():
+    from scaling.model.holdout import run_to_run
+    jitter = 0.02
+    out = holdout(_two_experiments(jitter), _no_sweep(), "largest", num_boot=400)
+    rows = {r["experiment"]: r for r in out["kan-bspline [2,64,1]"]}
+    # pairs x and x(1 + j): each deviates j / (2 + j) from their mean; pooled over 3 steps, 3 dof:
+    # s = sqrt(2 (j / (2 + j))^2) = 1.40% at j = 2%
+    s = np.sqrt(2) * jitter / (2 + jitter)
+    assert rows["strong"]["run_to_run_pct"] == pytest.approx(100 * s, rel=1e-6)
+    assert "1.4% (pooled over 3 steps run more than once, 3 degrees of freedom)" in rows["strong"]["interval_from"]
+    for r in rows.values():
+        (lo, hi), (mlo, mhi) = r["interval"], r["model_interval"]
+        assert lo < mlo < mhi < hi and r["runs"] == 1
+        assert lo <= r["measured_step_s"] <= hi  # each run, 1% either side of the fitted mean, falls inside
+        assert mhi - mlo < 0.25 * (hi - lo)  # the model's own uncertainty is the smaller part here
+    # the held-out world size's own runs never set the spread: only what the reduced fit saw
+    train = training_rows(_two_experiments(jitter))
+    assert run_to_run(train[train["world_size"] < 8])[0] == pytest.approx(s, rel=1e-6)
+    assert run_to_run(training_rows(study()))[0] is None  # no step ran twice
+
+
+def test_without_a_step_run_twice_the_interval_says_so():
+    (r,) = holdout(study(), _no_sweep(), "largest", num_boot=50)["kan-bspline [2,64,1]"]
+    assert r["interval"] == r["model_interval"] and r["run_to_run_pct"] is None
+    assert "no step of the fit ran twice, so the spread between runs is not in it" in r["interval_from"]

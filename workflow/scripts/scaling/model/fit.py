@@ -219,10 +219,11 @@ def _configs(train: pd.DataFrame, model: str, cls: str) -> pd.DataFrame:
 
 def config_means(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration (and world size, link class) of `rows`: the mean step time over its
-    repeats with what predict_step needs."""
+    repeats (`runs` of them) with what predict_step needs."""
     return rows.groupby(CONFIG + ["world_size", "placement_class"], as_index=False).agg(
-        step_time_s=("step_time_s", "mean"), num_params=("num_params", "median"), grads_bytes=("grads_bytes", "median"),
-        family=("family", "first"), oversub=("oversub", "median"), busy_cores=("busy_cores", "median"))
+        step_time_s=("step_time_s", "mean"), runs=("step_time_s", "size"), num_params=("num_params", "median"),
+        grads_bytes=("grads_bytes", "median"), family=("family", "first"), oversub=("oversub", "median"),
+        busy_cores=("busy_cores", "median"))
 
 
 def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> dict:
