@@ -21,7 +21,7 @@ import socket
 import sys
 from pathlib import Path
 
-from kan.contract import point as kan_config
+import kan
 from kan import env as kan_env
 from kan.contract.point import LaunchSettings, Point
 
@@ -43,7 +43,7 @@ PYKAN_VENV = Path(".venv-pykan")
 PYKAN_DRIVER = Path(__file__).resolve().parents[1] / "pykan_train.py"
 # kanscale's kan/ folder: the pykan driver loads it as `kanscale`; the warm-start server's key hashes
 # its sources and the server starts in the folder above it (launch/warm.py)
-KAN_DIR = Path(kan_config.__file__).resolve().parent
+KAN_DIR = Path(kan.__file__).resolve().parent  # kan/__init__.py imports nothing at load
 NODE_LAUNCHER = Path(__file__).resolve().parents[1] / "launch_node.py"
 
 
