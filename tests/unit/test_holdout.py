@@ -135,3 +135,24 @@ def test_without_a_step_run_twice_the_interval_says_so():
     (r,) = holdout(study(), _no_sweep(), "largest", num_boot=50)["kan-bspline [2,64,1]"]
     assert r["interval"] == r["model_interval"] and r["run_to_run_pct"] is None
     assert "no step of the fit ran twice, so the spread between runs is not in it" in r["interval_from"]
+
+
+def test_imported_repeats_are_resampled_and_set_the_spread():
+    """Repeats imported from a table (its repeat column): the bootstrap draws some twice, which the
+    derived DDP cost must survive, and the spread between runs comes from them."""
+    from scaling.model.holdout import run_to_run
+    rows = []
+    for p, n in ((1, 1), (2, 2), (4, 4), (8, 4)):
+        for rep, factor in ((0, 0.99), (1, 1.01)):
+            r = imported(p, n)
+            r.update(rep=rep, step_time_s=r["step_time_s"] * factor, point_id=f"{r['point_id']}-{rep}")
+            rows.append(r)
+    df = clean(frame(rows))
+    (r,) = holdout(df, _no_sweep(), "largest", num_boot=100)["kan-bspline [2,64,1]"]
+    assert r["runs"] == 2 and r["measured_step_s"] == pytest.approx(law(8))
+    assert "over repeats, each imported step also drawn from its epochs' spread" in r["interval_from"]
+    # pairs 0.99x and 1.01x: each 1% from their mean; pooled over 3 steps, 3 dof: s = sqrt(2 x 0.01^2) = 1.41%
+    assert r["run_to_run_pct"] == pytest.approx(100 * np.sqrt(2) * 0.01, rel=1e-6)
+    assert run_to_run(training_rows(df))[1] == 4  # all four steps, had nothing been held out
+    lo, hi = r["interval"]
+    assert lo < law(8) < hi

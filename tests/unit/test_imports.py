@@ -166,3 +166,47 @@ def test_the_documented_example_table_imports(monkeypatch):
     runs = imports.match(points, imports.read_runs(cfg["import"]), "example")
     assert sorted(r.name for r in runs.values()) == ["one", "two"]
     assert {r.hardware for r in runs.values()} == {"NVIDIA H100"} and all(r.num_params == 5414 for r in runs.values())
+
+
+REPEATED = """run,experiment,nodes,gpus_per_node,batch_per_rank,samples,repeat,epoch,step_time_s,loss
+a0,strong,1,1,512,100000,0,0,0.12,1.0
+a0,strong,1,1,512,100000,0,1,0.10,0.5
+a1,strong,1,1,512,100000,1,0,0.12,1.0
+a1,strong,1,1,512,100000,1,1,0.11,0.5
+b0,strong,1,2,512,100000,0,0,0.14,1.1
+b0,strong,1,2,512,100000,0,1,0.13,0.6
+b1,strong,1,2,512,100000,1,0,0.14,1.1
+b1,strong,1,2,512,100000,1,1,0.135,0.6
+"""
+
+
+def test_a_repeat_column_imports_each_run_as_one_repeat(tmp_path, monkeypatch):
+    cfg = _table_config(tmp_path, REPEATED, monkeypatch, check=False)
+    (tmp_path / "mine.yaml").write_text(TABLE_CONFIG.format(path=tmp_path / "my runs.csv").replace(
+        "repeats: 1", "repeats: 2"))
+    cfg = plan.load_config(tmp_path / "mine.yaml")
+    points = plan.build_points(cfg)
+    runs = imports.match(points, imports.read_runs(cfg["import"]), "table")
+    assert sorted((r.name, points[pid].rep) for pid, r in runs.items()) == [("a0", 0), ("a1", 1), ("b0", 0), ("b1", 1)]
+    pid = next(pid for pid, r in runs.items() if r.name == "b1")
+    rec = record.check(imported_record(points[pid], runs[pid], cfg["import"], repeats=2), pid)
+    assert rec["timing"]["step_time_s"] == pytest.approx(0.135) and rec["point"]["rep"] == 1
+    assert "repeats (one run per point)" not in rec["source"]["lacks"]
+
+
+@pytest.mark.parametrize("repeats, text, error", [
+    # two runs of one configuration, no repeat column: which repeat each is cannot be guessed
+    ("repeats: 1", REPEATED.replace(",repeat,", ",hardware,"),
+     r"matches 2 runs: .*row \d and .*row \d; runs of one configuration need a repeat column"),
+    ("repeats: 1", REPEATED, r"run a1 \(.*repeat 1\) matches no planned point; the config's repeats \(1\) do not "
+                             r"reach repeat 1"),
+    ("repeats: 3", REPEATED, r"no imported run for the planned point strong, .*widths 2x64x1, repeat 2"),
+    ("repeats: {min: 2, max: 4, looks: 2}", REPEATED, r"import: repeats: \{min: 2, max: 4\} asks for repeats measured "
+                                                      r"as needed, but a study of imported runs measures nothing"),
+])
+def test_repeats_that_the_runs_cannot_give_are_refused(tmp_path, repeats, text, error):
+    path = tmp_path / "my runs.csv"
+    path.write_text(text)
+    (tmp_path / "mine.yaml").write_text(TABLE_CONFIG.format(path=path).replace("repeats: 1", repeats))
+    with pytest.raises(plan.ConfigError, match=error):
+        plan.load_config(tmp_path / "mine.yaml")

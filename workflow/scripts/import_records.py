@@ -18,7 +18,7 @@ def main(config: dict, points_dir: Path) -> None:
     points = plan.build_points(config)
     runs = imports.match(points, imports.read_runs(spec), "import")
     for pid, run in runs.items():
-        rec = record.check(imports.imported_record(points[pid], run, spec), pid)
+        rec = record.check(imports.imported_record(points[pid], run, spec, plan.repeat_plan(config).min), pid)
         record.write(points_dir / f"{pid}.json", rec)
     print(f"{len(runs)} records imported from {spec['path']}", file=sys.stderr)
 

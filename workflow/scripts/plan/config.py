@@ -15,7 +15,7 @@ import yaml
 from .checks import semantic_problems
 from .factories import notes, resolve_paths
 from .imports import match, read_runs
-from .points import allreduce_topologies, build_points, training_rows
+from .points import allreduce_topologies, build_points, repeat_plan, training_rows
 from .schema import ConfigError, Validator, load_schema, message
 
 
@@ -143,7 +143,13 @@ def config_warnings(cfg: dict) -> list[str]:
 
 def import_problems(config: dict) -> list[str]:
     """What stops the config's `import:` source from giving every planned point its run (plan/imports.py):
-    a bad file (named with its row and column), a point without a run, a run without a point."""
+    a bad file (named with its row and column), a point without a run, a run without a point, repeats
+    that are not a fixed number (each repeat is one run: nothing is left to measure)."""
+    rp = repeat_plan(config)
+    if rp.min != rp.max:
+        return [f"repeats: {{min: {rp.min}, max: {rp.max}}} asks for repeats measured as needed, but a study of "
+                f"imported runs measures nothing: give a number (repeats: N, the runs of each configuration, "
+                f"the table's repeat column 0 to N - 1)"]
     try:
         match(build_points(config), read_runs(config["import"]), config["import"]["path"])
     except ConfigError as e:

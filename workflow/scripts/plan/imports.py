@@ -39,6 +39,7 @@ TABLE_COLUMNS = (
     ("epochs", "int", False), ("widths", "widths", False), ("epoch", "int0", False), ("step_time_s", "num", False),
     ("epoch_time_s", "num", False), ("samples_per_s", "num", False), ("loss", "num0", False),
     ("peak_memory_gib", "num", False), ("num_params", "int", False), ("hardware", "text", False),
+    ("repeat", "int0", False),
 )
 
 
@@ -68,6 +69,7 @@ class Run:
     num_params: int | None = None  # every parameter, frozen ones too (as kanscale's records count them)
     hardware: str = ""
     trainable_params: int | None = None  # those DDP all-reduces; None: all of num_params
+    repeat: int = 0  # which run of its configuration (the table's repeat column; a point's rep)
 
     @property
     def grads_bytes(self) -> int | None:
@@ -79,7 +81,8 @@ class Run:
         return self.nodes * self.gpus_per_node
 
     def key(self) -> tuple:
-        return (self.experiment, self.ddp, self.nodes, self.gpus_per_node, self.batch_per_rank, self.samples)
+        return (self.experiment, self.ddp, self.nodes, self.gpus_per_node, self.batch_per_rank, self.samples,
+                self.repeat)
 
 
 def _bad(where: str, column: str, value, allowed: str) -> ConfigError:
@@ -241,14 +244,15 @@ def read_table(path: Path, hardware: str) -> list[Run]:
             raise ConfigError(f"{where}, column step_time_s: empty, and so is epoch_time_s (one of them is needed)")
         name = v["run"] or f"row{r['_row']}"
         ddp = v["ddp"] if v["ddp"] is not None else v["nodes"] * v["gpus_per_node"] > 1
+        repeat = v["repeat"] or 0
         run = runs.get(name)
         if run is None:
             run = runs[name] = Run(name=name, where=where, experiment=v["experiment"], ddp=ddp, nodes=v["nodes"],
                                    gpus_per_node=v["gpus_per_node"], batch_per_rank=v["batch_per_rank"],
                                    samples=v["samples"], epochs=v["epochs"] or 0, widths=v["widths"],
-                                   num_params=v["num_params"], hardware=v["hardware"] or hardware)
-        elif (run.experiment, run.ddp, run.nodes, run.gpus_per_node, run.batch_per_rank, run.samples) != (
-                v["experiment"], ddp, v["nodes"], v["gpus_per_node"], v["batch_per_rank"], v["samples"]):
+                                   num_params=v["num_params"], hardware=v["hardware"] or hardware, repeat=repeat)
+        elif run.key() != (v["experiment"], ddp, v["nodes"], v["gpus_per_node"], v["batch_per_rank"], v["samples"],
+                           repeat):
             raise ConfigError(f"{where}: run {name!r} was described differently in {run.where}")
         epoch = v["epoch"] if v["epoch"] is not None else len(run.rows)
         step = v["step_time_s"]
@@ -276,14 +280,14 @@ def read_runs(spec: dict) -> list[Run]:
 
 def point_key(point) -> tuple:
     t, pl = point.train, point.placement
-    return (point.experiment, bool(t.ddp), pl.nodes, pl.gpus_per_node, t.batch_per_rank, t.samples)
+    return (point.experiment, bool(t.ddp), pl.nodes, pl.gpus_per_node, t.batch_per_rank, t.samples, point.rep)
 
 
-def _describe(key: tuple, widths) -> str:
-    exp, ddp, n, g, b, s = key
+def _describe(key: tuple, widths, repeats: bool) -> str:
+    exp, ddp, n, g, b, s, rep = key
     w = "x".join(map(str, widths)) if widths else "?"
     return (f"{exp}, {n} node(s) x {g} GPU(s){'' if ddp else ' without DDP'}, batch {b} per rank, "
-            f"{s} samples, widths {w}")
+            f"{s} samples, widths {w}" + (f", repeat {rep}" if repeats else ""))
 
 
 def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:
@@ -294,25 +298,30 @@ def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:
     if other:
         raise ConfigError(f"{source}: a study of imported runs plans only {', '.join(EXPERIMENTS)} points; "
                           f"turn off experiments {', '.join(other)} (and training.lr: tuned)")
-    reps = {p.rep for p in training.values()}
-    if reps != {0}:
-        raise ConfigError(f"{source}: repeats must be 1 for a study of imported runs (each run is one repeat)")
+    # each repeat is one run (the table's repeat column, 0 to repeats - 1)
+    repeats = len({p.rep for p in training.values()}) > 1 or any(r.repeat for r in runs)
     out: dict[str, Run] = {}
     used: dict[int, str] = {}
     for pid, p in training.items():
         found = [r for r in runs if r.key() == point_key(p) and (r.widths is None or r.widths == p.model.widths)]
         if not found:
             raise ConfigError(f"{source}: no imported run for the planned point "
-                              f"{_describe(point_key(p), p.model.widths)} (import.path: {runs[0].where.split(',')[0]})")
+                              f"{_describe(point_key(p), p.model.widths, repeats)} "
+                              f"(import.path: {runs[0].where.split(',')[0]})")
         if len(found) > 1:
-            raise ConfigError(f"{source}: the planned point {_describe(point_key(p), p.model.widths)} matches "
-                              f"{len(found)} runs: {found[0].where} and {found[1].where}")
+            raise ConfigError(f"{source}: the planned point {_describe(point_key(p), p.model.widths, repeats)} "
+                              f"matches {len(found)} runs: {found[0].where} and {found[1].where}"
+                              + ("" if repeats else "; runs of one configuration need a repeat column (0, 1, ...) "
+                                 "and the config's repeats as many"))
         out[pid] = found[0]
         used[id(found[0])] = pid
     for r in runs:
         if id(r) not in used:
-            raise ConfigError(f"{r.where}: run {r.name} ({_describe(r.key(), r.widths)}) matches no planned point; "
-                              f"add its topology, batch and samples to the config's experiments")
+            more = (f"the config's repeats ({1 + max(p.rep for p in training.values())}) do not reach repeat "
+                    f"{r.repeat}" if r.repeat > max(p.rep for p in training.values()) else
+                    "add its topology, batch and samples to the config's experiments")
+            raise ConfigError(f"{r.where}: run {r.name} ({_describe(r.key(), r.widths, repeats)}) matches no planned "
+                              f"point; {more}")
     return out
 
 
@@ -327,9 +336,10 @@ def source_files(spec: dict) -> list[str]:
 
 LACKS = ("a held-out set (loss is training loss)", "repeats (one run per point)", "a no_sync probe (DDP's "
          "communication is not measured apart from the step)", "the step's anatomy")
+NO_REPEATS = LACKS[1]
 
 
-def imported_record(point: Point, run: Run, spec: dict) -> dict:
+def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dict:
     """The record of `point` from its run. From the run's epochs (the first left out of the step times
     when there are more: it carries the device's start-up, as the trainer's warm-up steps do):
         timing.step_s        median, p10, p90, mean over the epochs' mean steps; n = epochs used
@@ -339,7 +349,8 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
         loss.curve           training loss per epoch, at the epoch's end (steps, samples and seconds
                              summed over the epochs before it); no held-out loss: the source has none
     Unknown to an imported run, left null: the no_sync step and exposed communication (no probe), the
-    all-reduce bytes, the step's anatomy, repeats."""
+    all-reduce bytes, the step's anatomy; and repeats, unless the study has more than one (`repeats`:
+    the source's repeat column)."""
     from kan.metrics import summarize  # the trainer's own step statistics (torch: imported here, not by the planner)
 
     p, b = point.placement.world_size, point.train.batch_per_rank
@@ -359,7 +370,7 @@ def imported_record(point: Point, run: Run, spec: dict) -> dict:
     params = run.num_params
     source = {"kind": "imported", "format": spec["format"], "path": spec["path"], "run": run.name,
               "where": run.where, "cited": spec["citation"], "hardware": run.hardware or "not stated",
-              "lacks": list(LACKS), "step_time_from": f"median of {steps['n']} epochs' mean steps"
+              "lacks": [x for x in LACKS if repeats == 1 or x != NO_REPEATS], "step_time_from": f"median of {steps['n']} epochs' mean steps"
                                                      + (" (epoch 0 left out)" if len(run.rows) > 1 else "")}
     final = next((e.loss for e in reversed(run.rows) if e.loss is not None), None)
     return {

@@ -147,14 +147,15 @@ def derive_exposed(train: pd.DataFrame, compute: dict) -> pd.DataFrame:
     train = train.copy()
     rows = train["never_probed"].astype(bool) & train["ddp"].astype(bool) & (train["world_size"] > 1)
     train["exposed_derived"] = False
-    for i in train.index[rows]:
-        r = train.loc[i]
+    exposed, derived = train.columns.get_loc("exposed_comm_s"), train.columns.get_loc("exposed_derived")
+    for i in np.flatnonzero(rows.to_numpy()):  # by position: a bootstrap draw may repeat an index label
+        r = train.iloc[i]
         comp = compute.get(r["family"])
         if not isinstance(comp, dict):
             continue
         c = float(compute_time(comp, r["batch_per_rank"], r["num_params"])[0]) * float(r["oversub"])
-        train.at[i, "exposed_comm_s"] = float(r["step_time_s"]) - c
-        train.at[i, "exposed_derived"] = True
+        train.iat[i, exposed] = float(r["step_time_s"]) - c
+        train.iat[i, derived] = True
     return train
 
 
@@ -264,7 +265,8 @@ def resample(train: pd.DataFrame, sweep: pd.DataFrame, rng: np.random.Generator)
     idx = []
     for _, g in train.groupby(CONFIG + ["ddp"], sort=False):
         idx.extend(rng.choice(g.index.to_numpy(), size=len(g), replace=True))
-    draw = train.loc[idx]
+    # a row drawn twice is two rows: a fresh index, so that no label names two of them
+    draw = train.loc[idx].reset_index(drop=True)
     if "launcher" in draw and (draw["launcher"] == "imported").any():
         draw = _epoch_draw(draw.copy(), rng)
     parts = []

@@ -62,8 +62,13 @@ def run_to_run(rows: pd.DataFrame) -> tuple[float | None, int, int]:
 
 def _interval_from(rows: pd.DataFrame, spread: tuple[float | None, int, int]) -> str:
     imported = "launcher" in rows and (rows["launcher"] == "imported").any()
-    model = ("bootstrap of the reduced fit; one run per point, so each step drawn from its epochs' spread"
-             if imported else "bootstrap of the reduced fit over repeats")
+    one_run = "rep" in rows and not (rows["rep"] > 0).any()
+    if imported and one_run:
+        model = "bootstrap of the reduced fit; one run per point, so each step drawn from its epochs' spread"
+    elif imported:
+        model = "bootstrap of the reduced fit over repeats, each imported step also drawn from its epochs' spread"
+    else:
+        model = "bootstrap of the reduced fit over repeats"
     s, dof, steps = spread
     if s is None:
         return f"{model}; no step of the fit ran twice, so the spread between runs is not in it"
