@@ -25,6 +25,10 @@ def test_seed_runs_imported_and_analysed(tmp_path):
                   if r["experiment"] == "strong"]
     assert strong8["world_size"] == 8 and strong8["measured_step_s"] == pytest.approx(0.1461, abs=2e-4)
     assert abs(strong8["error_pct"]) < 5 and strong8["interval"][0] < strong8["predicted_step_s"]
+    # the strong, weak and comm runs of one step differ by about 1%: that spread widens the interval
+    # past the model's own, enough to hold the measured step
+    (lo, hi), (mlo, mhi) = strong8["interval"], strong8["model_interval"]
+    assert lo < mlo < mhi < hi and lo <= strong8["measured_step_s"] <= hi and 0.3 < strong8["run_to_run_pct"] < 2
 
     guidelines = {g["id"]: g for g in json.loads((results / "guidelines.json").read_text())["guidelines"]}
     soonest = guidelines["time-to-accuracy-strong-pykan [2,64,1]"]
@@ -37,6 +41,14 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     assert "runs were imported from workflow/report/reference/seed-paper-a100-runs" in answer
     assert "not communication" in answer and "global batch grows with the ranks" in answer
     assert "not measured by kanscale" in answer and "repeats (one run per point)" in answer
+    # the first line is short (the verdicts come next); where from and what they lack follow them
+    runs_line = answer[answer.index('id="runs"'):answer.index("</p>", answer.index('id="runs"'))]
+    assert "elsewhere, not by kanscale: 21 imported runs" in runs_line and "lack" not in runs_line
+    assert answer.index('class="answers"') < answer.index('id="imported"')
+    assert "Where to run: where each model reached training loss" in answer
+    assert "the runs were imported: measure those repeats on your cluster, or import them" in answer
+    operator = html[html.index('<section id="operator"'):]
+    assert "No run here has a no_sync step (imported runs have none)" in operator[:operator.index("</section>")]
 
     again = snakemake(work, ["config/seed-paper-import.yaml", "study.yaml"], timeout=300)
     assert "Nothing to be done" in again.out

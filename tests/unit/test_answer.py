@@ -54,3 +54,18 @@ def test_the_kan_against_its_baseline_comes_first_and_rule_texts_stay_in_their_s
     ctx = answer_context({"model": None, "strong": None, "points": None}, guidelines, status)
     assert ctx["items"][0]["text"] == c["text"] and "(rule text)" not in str(ctx["items"])
     assert ctx["runs"] == {"text": "83 of 84 runs ok", "tiles": ["failed"], "contended": 3}
+
+
+def test_model_error_keeps_two_digits_below_ten_percent():
+    from scaling.report.answer import error_text
+    assert [error_text(x) for x in (0.49, 3.14159, 12.4, None)] == ["0.49%", "3.1%", "12%", "not validated"]
+
+
+def test_imported_runs_get_a_short_line_and_a_note_after_the_verdicts():
+    from scaling.report.answer import imported_text, placement_text
+    prov = {"imported": {"num_records": 21, "paths": ["runs/"], "citations": ["arXiv 2609.07740"],
+                         "hardware": ["NVIDIA A100"], "lacks": ["repeats (one run per point)"]}}
+    assert placement_text(prov) == "NVIDIA A100 elsewhere, not by kanscale: 21 imported runs"
+    assert imported_text(prov) == ("The 21 runs were imported from runs/ (arXiv 2609.07740), not measured by "
+                                   "kanscale. The analysis could not use what they lack: repeats (one run per point).")
+    assert imported_text({"hostnames": ["h"]}) is None

@@ -62,3 +62,14 @@ def test_section_says_when_only_one_implementation_was_measured():
     one = one[one["model"].str.startswith("pykan")]
     sec = operator.section(one, None)
     assert sec["families"] == ["pykan"] and not sec["comparable"] and len(sec["rows"]) == 2
+    assert not sec["no_probe"]
+
+
+def test_runs_without_a_no_sync_step_leave_the_shares_unknown():
+    """Imported runs have no no_sync probe: their shares are unknown, not 0 or 100."""
+    runs = strong_rows()
+    runs[["nosync_step_time_s_mean", "exposed_comm_s_mean"]] = None
+    sec = operator.section(runs, None)
+    assert sec["no_probe"] and sec["comparable"]
+    two = [r for r in sec["rows"] if r[1] == "2"]
+    assert two and all(r[5] == "–" and r[6] == "–" for r in two)

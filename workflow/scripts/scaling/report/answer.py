@@ -260,6 +260,13 @@ def _sooner_why(rec: dict, ws: int, device: str) -> str | None:
     return text
 
 
+def error_text(mape: float | None) -> str:
+    """The model's worst leave-one-out error: two significant digits below 10% (0.49%, not 0%)."""
+    if mape is None:
+        return "not validated"
+    return f"{mape:.2g}%" if mape < 10 else f"{mape:.0f}%"
+
+
 def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dict]:
     """One entry per model the performance model placed: the sentence's parts and the table's row.
     With a held-out target, where to run is where the model reached it soonest (measured), else
@@ -311,6 +318,7 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
         same = not soon or ws == int(pick["world_size"])
         out.append({
             "model": model, "status": verdict["status"], "settle": verdict["settle"], "where": where,
+            "target": soon["target"] if soon else None,
             "claim": claim, "why": why, "change": change,
             "row": {"model": model, "where": where,
                     "speedup": (interval(sp.get("value"), sp.get("lo"), sp.get("hi"), 1, "×") if same else "–")
@@ -321,7 +329,7 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
                              else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work (predicted)"),
                     "cost": cost_text(pick.get("gpu_hours"), device) if same else "–",
                     "bound": _bound_word(_guideline(guidelines, f"step-bound-{model}"), ws),
-                    "error": f"{mape:.0f}%" if mape is not None else "not validated",
+                    "error": error_text(mape),
                     "verdict": "advice" if verdict["status"] == "advice" else "inconclusive"},
         })
     return out
@@ -380,16 +388,24 @@ def sentence(a: dict) -> str:
     return text
 
 
+def imported_text(provenance: dict | None) -> str | None:
+    """For runs imported from elsewhere: from where, as cited, and what the analysis could not use."""
+    imp = (provenance or {}).get("imported")
+    if not imp:
+        return None
+    cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
+    return (f"The {imp['num_records']} runs were imported from {', '.join(imp['paths'])}{cited}, not measured by "
+            f"kanscale. The analysis could not use what they lack: {'; '.join(imp['lacks'])}.")
+
+
 def placement_text(provenance: dict | None) -> str:
     """'1 host (x), Intel Xeon ..., backend gloo': where the numbers come from, in one line; for runs
     imported from elsewhere, that they were, from where, and what the analysis could not use."""
     prov = provenance or {}
     imp = prov.get("imported")
-    if imp:
-        cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
-        return (f"{', '.join(imp['hardware']) or 'hardware not stated'}, elsewhere: {imp['num_records']} runs were "
-                f"imported from {', '.join(imp['paths'])}{cited}, not measured by kanscale. The analysis "
-                f"could not use what they lack: {'; '.join(imp['lacks'])}")
+    if imp:  # short, above the verdicts; where from and what they lack follow them (imported_text)
+        return (f"{', '.join(imp['hardware']) or 'hardware not stated'} elsewhere, not by kanscale: "
+                f"{imp['num_records']} imported runs")
     hosts = prov.get("hostnames") or []
     devices = prov.get("device_names") or prov.get("device_types") or []
     parts = [f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else None,
@@ -414,6 +430,11 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
     versus = comparison(guidelines, device)
     items = [versus] if versus else []
     items += [{"status": a["status"], "text": sentence(a), "settle": a["settle"]} for a in answers]
+    if (provenance or {}).get("imported"):  # nothing here can be run again: say where repeats come from
+        for it in items:
+            if it["settle"] and "more repeat" in it["settle"]:
+                it["settle"] += (" (the runs were imported: measure those repeats on your cluster, or import them "
+                                 "with a repeat column, docs/import.md)")
     # a DDP overhead that is not communication changes what to do about it: said here, not only in its section
     items += [{"status": g["status"], "text": g["text"], "settle": None} for g in guidelines
               if g["id"].startswith("overhead-not-comm-") and g["status"] == "advice"]
@@ -421,7 +442,10 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
         items = [{"status": "not_enough_data", "settle": None,
                   "text": "No answer yet: the study has no strong-scaling points the performance model could "
                           "place (add experiments.strong, or wait for its points to finish)."}]
-    return {"items": items, "runs": runs_line(status), "terms": TERMS,
+    # the target a row's "where to run" is chosen by, when any is (the table's pointer says so)
+    targets = sorted({a["target"] for a in answers if a.get("target")})
+    return {"items": items, "runs": runs_line(status), "terms": TERMS, "targets": targets,
+            "imported": imported_text(provenance),
             "headers": ["model", "where to run", "speedup", "efficiency", "time there", "cost",
                         "step bound", "model error", "verdict"],
             "rows": [a["row"] for a in answers]}

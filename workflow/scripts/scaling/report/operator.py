@@ -158,7 +158,10 @@ def section(strong: pd.DataFrame | None, model_json: dict | None) -> dict:
         table.append([r["model"], str(r["world_size"]), label, str(r["batch_per_rank"]), fmt(r["step_ms"], 3),
                       fmt(r["compute_share_pct"]), fmt(r["exposed_share_pct"]), fmt(r["samples_per_s"], 0), eff])
     cross = crossovers(strong, model_json)
-    return {"families": families, "comparable": len(families) >= 2,
+    multi = rows[rows["world_size"] > 1] if len(rows) else rows
+    # no multi-rank point has a no_sync step (runs imported from elsewhere): the shares are unknown
+    no_probe = bool(len(multi)) and multi["compute_share_pct"].isna().all()
+    return {"families": families, "comparable": len(families) >= 2, "no_probe": no_probe,
             "headers": ["model", "world size", "placement", "batch/rank", "step ms", "compute % of step",
                         "exposed comm % of step", "samples/s", "strong efficiency [95% CI]"],
             "rows": table, "crossovers": [{"model": m, "text": crossover_text(c)} for m, c in sorted(cross.items())]}

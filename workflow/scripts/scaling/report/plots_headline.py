@@ -11,12 +11,27 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+
 from ..common.columns import SINGLE
 from . import plotkit as kit
 from .series import TITLES, ddp_rows, lines, model_lines
 
 NAME = "headline"
 TARGET_TITLE = "Time to the held-out target by world size: measured and predicted"
+# Narrower than the other panels (6.4 in), with larger text: the first figure a reader sees is also
+# the one read on a phone, where a 390 px screen shows a 704 px figure at 0.55x and its 9 pt legend at
+# about 7 px. At 5.4 in (594 px) and 10.5 pt the legend shows at about 11 px there, and at its own
+# size (594 px, within the page's 44rem) on a desktop.
+SIZE = (5.4, 5.2)
+TEXT = {"legend.fontsize": 10.5, "xtick.labelsize": 10.5, "ytick.labelsize": 10.5, "axes.labelsize": 11.5,
+        "axes.titlesize": 12}
+WRAP = 54  # legend characters a line at that size
+
+
+def sig2(x: float) -> str:
+    """x to two significant digits without an exponent: 220, 31, 0.35, 0.0071."""
+    return f"{float(f'{x:.2g}'):g}" if abs(x) >= 1e-4 else f"{x:.2g}"
 
 
 def formula(model_json: dict | None, model: str, cls: str) -> str:
@@ -29,27 +44,32 @@ def formula(model_json: dict | None, model: str, cls: str) -> str:
     per_sample = (kb or 0.0) + (kbp or 0.0) * float(m.get("num_params") or 0.0)
     parts = []
     if c0:
-        parts.append(f"{c0 * 1e3:.2g} ms")
+        parts.append(f"{sig2(c0 * 1e3)} ms")
     if per_sample:
-        parts.append(f"{per_sample * 1e6:.2g} µs·b")
+        parts.append(f"{sig2(per_sample * 1e6)} µs·b")
     comm = ((m.get("placements") or {}).get(cls) or {}).get("comm") or {}
     fixed = (comm.get("ddp_fixed_s") or {}).get("value")
     if fixed:  # the per-step DDP cost of runs without a no_sync probe (model/fit.py)
-        parts.append(f"{fixed * 1e3:.2g} ms DDP")
+        parts.append(f"{sig2(fixed * 1e3)} ms DDP")
     exposure = (comm.get("exposure") or {}).get("value")
     if exposure:
-        parts.append(f"{exposure:.2g} × all-reduce(p)")
+        parts.append(f"{sig2(exposure)} × all-reduce(p)")
     return " + ".join(parts) or "not fitted"
 
 
-def _wrap(text: str, width: int = 70) -> str:
+def _wrap(text: str, width: int = WRAP) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
 def plot_headline(tables: dict, folder: Path) -> dict:
     """The headline figure's manifest entry (or why it is missing): time to the held-out target where
     the study predicts it, else step time. One colour per model (the figure's question is which model,
-    where), one line style per placement class."""
+    where), one line style and marker per placement class; its text sizes are TEXT's."""
+    with plt.rc_context(TEXT):
+        return _headline(tables, folder)
+
+
+def _headline(tables: dict, folder: Path) -> dict:
     to_target = plot_time_to_target(tables, folder)
     if to_target:
         return to_target
@@ -59,12 +79,12 @@ def plot_headline(tables: dict, folder: Path) -> dict:
     t = strong.dropna(subset=["step_time_s_mean"])
     models = sorted(set(t["model"].dropna()))
     color = {m: kit.STUDY_COLORS[i % len(kit.STUDY_COLORS)] for i, m in enumerate(models)}
-    fig, ax = kit.figure()
+    fig, ax = kit.figure(SIZE)
     xs, measured_top = [], 0
     for model, cls, g in lines(t, "world_size"):
         mid = 1e3 * g["step_time_s_mean"]
         ax.errorbar(g["world_size"], mid, yerr=kit.errors(mid, 1e3 * g["step_time_s_ci_lo"], 1e3 * g["step_time_s_ci_hi"]),
-                    marker="o", capsize=4, color=color[model], lw=1.6, markersize=6,
+                    marker=kit.PLACEMENT_MARKERS.get(cls, "o"), capsize=4, color=color[model], lw=1.6, markersize=6,
                     label=_wrap(f"{model}, {cls}: measured" if len(models) > 1 else f"{cls}: measured"))
         xs += list(g["world_size"])
     measured_top = max(xs)
@@ -84,7 +104,7 @@ def plot_headline(tables: dict, folder: Path) -> dict:
         ax.axvspan(measured_top * 1.2, max(xs) * 1.4, color="0.92", zorder=0, lw=0)
     ax.set_xlabel("world size (ranks)")
     ax.set_ylabel("step time (ms, log scale)")
-    ax.set_title(TITLES[NAME])
+    ax.set_title(_wrap(TITLES[NAME], 50))
     kit.legend_below(fig, ax, ncol=1)
     caption = ("Solid with markers: measured median step (mean over repeats, 95% CI bars), the single-rank point "
                "starting each placement's line; dashed: the performance model's prediction at the strong "
@@ -118,8 +138,8 @@ def target_formula(preds: list[dict]) -> str:
     """'96 steps × 1.3 × step(p) + 8 ms': how the prediction is made (steps to the target from the
     measurements, the training clock's ratio to the median step, its start), to two digits."""
     p = preds[0]
-    return (f"{p['steps_to_target']:,.0f} steps × {p['clock_ratio']:.2g} × step(p) + "
-            f"{1e3 * p['clock_start_s']:.2g} ms")
+    return (f"{p['steps_to_target']:,.0f} steps × {sig2(p['clock_ratio'])} × step(p) + "
+            f"{sig2(1e3 * p['clock_start_s'])} ms")
 
 
 def plot_time_to_target(tables: dict, folder: Path) -> dict | None:
@@ -136,13 +156,13 @@ def plot_time_to_target(tables: dict, folder: Path) -> dict | None:
     models = sorted(set(t["model"].dropna()) | set(predicted))
     color = {m: kit.STUDY_COLORS[i % len(kit.STUDY_COLORS)] for i, m in enumerate(models)}
     metric = next((m for m in t["target_metric"] if isinstance(m, str) and m), "held-out")
-    fig, ax = kit.figure()
+    fig, ax = kit.figure(SIZE)
     xs = []
     for model, cls, g in lines(t, "world_size"):
         mid = 1e3 * g["time_to_target_s"]
         ax.errorbar(g["world_size"], mid, yerr=kit.errors(mid, 1e3 * g["time_to_target_s_ci_lo"],
                                                           1e3 * g["time_to_target_s_ci_hi"]),
-                    marker="o", capsize=4, color=color[model], lw=1.6, markersize=6,
+                    marker=kit.PLACEMENT_MARKERS.get(cls, "o"), capsize=4, color=color[model], lw=1.6, markersize=6,
                     label=_wrap(f"{model}, {cls}: measured"))
         xs += list(g["world_size"])
     measured_top = max(xs)
@@ -160,7 +180,7 @@ def plot_time_to_target(tables: dict, folder: Path) -> dict | None:
     if max(xs) > measured_top:
         ax.axvspan(measured_top * 1.2, max(xs) * 1.4, color="0.92", zorder=0, lw=0)
     ax.set_ylabel(f"time to {metric} target (ms, log)")
-    ax.set_title(TARGET_TITLE)
+    ax.set_title(_wrap(TARGET_TITLE, 50))  # two lines at the headline's width
     kit.legend_below(fig, ax, ncol=1)
     caption = (f"Solid with markers: measured training time until the held-out {metric} first reaches the target "
                "(mean over repeats, 95% CI bars), the single-rank point starting each placement's line; dashed: "

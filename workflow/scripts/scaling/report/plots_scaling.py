@@ -15,6 +15,17 @@ from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, draw_model,
                      model_caption, studies_with)
 
 
+def baseline_words(have: list, base: float) -> tuple[str, str]:
+    """('1 DDP rank', 'the DDP baseline') or, where every baseline row ran without DDP (runs imported
+    without a one-rank DDP run, tables/experiments.py baselines), ('1 rank without DDP', ...)."""
+    rows = [t[t["is_baseline"].astype(bool)] for _, t in have if "is_baseline" in t]
+    plain = bool(rows) and all(len(r) and not r["ddp"].astype(str).isin(["True", "true", "1"]).any() for r in rows)
+    ranks = f"{int(base)} rank{'s' if base > 1 else ''}"
+    if plain:
+        return f"{ranks} without DDP", f"the baseline ({ranks} without DDP)"
+    return f"{int(base)} DDP rank{'s' if base > 1 else ''}", "the DDP baseline"
+
+
 def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, folder: Path,
                 threshold: float) -> dict:
     have = studies_with(studies, "strong", "speedup")
@@ -29,6 +40,7 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     out = {}
     base = min(t["baseline_world_size"].min() for _, t in have)
 
+    vs, against = baseline_words(have, base)
     fig, ax = kit.figure()
     xs, tops, vals = measured(ax, st, have, "speedup", "speedup")
     for i, _ in have:
@@ -42,9 +54,9 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     kit.plain_log_y(ax, 2)
     ax.set_ylim(min(0.5, 0.8 * min(vals)), 1.5 * max([p / base for p in grid] + vals + [v for v in tops if v == v]))
     out["strong_speedup"] = entry(
-        fig, ax, folder, "strong_speedup", f"speedup vs {int(base)} DDP rank{'s' if base > 1 else ''} (×)",
+        fig, ax, folder, "strong_speedup", f"speedup vs {vs} (×)",
         "Strong scaling: speedup (95% CI over repeats)",
-        "Speedup = samples/s at p ranks ÷ samples/s at the DDP baseline (exactly 1 there, so it has no interval); "
+        f"Speedup = samples/s at p ranks ÷ samples/s at {against} (exactly 1 there, so it has no interval); "
         "dotted: ideal linear speedup." + cap_tail)
 
     fig, ax = kit.figure()
@@ -58,9 +70,9 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     kit.world_axis(ax, sorted(set(xs) | (set(ref["gpus"]) if ref is not None else set())))
     cut = frame(ax, st, have, vals, tops, "efficiency_ci_hi", 100, at_least=110)
     out["strong_efficiency"] = entry(
-        fig, ax, folder, "strong_efficiency", "efficiency vs DDP baseline (%)",
+        fig, ax, folder, "strong_efficiency", f"efficiency vs {'the baseline' if 'without' in vs else 'DDP baseline'} (%)",
         "Strong scaling: efficiency (95% CI over repeats)",
-        "Efficiency = speedup ÷ (p / p_base) against the DDP baseline, which is 100% by definition (no interval); "
+        f"Efficiency = speedup ÷ (p / p_base) against {against}, which is 100% by definition (no interval); "
         "solid grey: the configured threshold." + cap_tail, cut)
     return out
 

@@ -93,7 +93,10 @@ def model_lines(model_json: dict | None) -> list[tuple[str, str, list[dict], str
             if cls == SINGLE or not entry.get("predictions"):
                 continue
             v = entry.get("validation") or {}
-            err = (f"LOO MAPE {v['loo_mape_pct']:.0f}%" if v.get("loo_mape_pct") is not None else "not validated")
+            mape = v.get("loo_mape_pct")
+            # two significant digits below 10% (0.49%, not "0%"), whole percent above
+            err = (f"LOO MAPE {mape:.2g}%" if mape is not None and mape < 10 else
+                   f"LOO MAPE {mape:.0f}%" if mape is not None else "not validated")
             out.append((model, cls, entry["predictions"], err))
     return out
 

@@ -1,0 +1,21 @@
+"""The strong-scaling figures name their baseline as it ran: one DDP rank where the study has one,
+else the one-rank run without DDP (runs imported without a one-rank DDP run)."""
+
+import pandas as pd
+
+from scaling.report.plots_scaling import baseline_words
+
+
+def table(base_ddp: bool) -> pd.DataFrame:
+    return pd.DataFrame({"world_size": [1, 2, 4], "ddp": [base_ddp, True, True],
+                         "is_baseline": [True, False, False]})
+
+
+def test_a_ddp_baseline_is_one_ddp_rank():
+    assert baseline_words([(0, table(True))], 1.0) == ("1 DDP rank", "the DDP baseline")
+
+
+def test_a_baseline_without_ddp_says_so():
+    assert baseline_words([(0, table(False))], 1.0) == ("1 rank without DDP", "the baseline (1 rank without DDP)")
+    # two studies side by side: "without DDP" only when every baseline ran without it
+    assert baseline_words([(0, table(False)), (1, table(True))], 1.0)[0] == "1 DDP rank"
