@@ -72,4 +72,7 @@ def test_runs_without_a_no_sync_step_leave_the_shares_unknown():
     sec = operator.section(runs, None)
     assert sec["no_probe"] and sec["comparable"]
     two = [r for r in sec["rows"] if r[1] == "2"]
-    assert two and all(r[5] == "–" and r[6] == "–" for r in two)
+    assert two and all(r[6] == "–" and r[7] == "–" for r in two)
+    assert [r[2] for r in sec["rows"]] == ["–"] * len(sec["rows"])  # no nodes column: not guessed
+    runs["nodes"], runs["gpus_per_node"] = 1, runs["world_size"]
+    assert {r[2] for r in operator.section(runs, None)["rows"] if r[1] == "2"} == {"1x2"}

@@ -60,7 +60,7 @@ def test_answer_first(html):
     assert not re.search(r"\d\.\d{4,}", a)
     # expectation verdicts and what the study cannot answer yet, in one short list without tables
     assert "1 pass" in a and "1 fail" in a and "1 inconclusive" in a and "1 not measured" in a
-    assert "questions this study cannot answer yet" in a and "<table" not in a.split("not-decided")[1]
+    assert "guidelines this study cannot give yet, and what each needs" in a and "<table" not in a.split("not-decided")[1]
 
 
 def test_each_guideline_once_with_numbers_as_tables(html):
@@ -135,7 +135,7 @@ def test_missing_data_become_placeholders(tmp_path):
     assert "<img" not in out
     # every section figure says why it is missing; the answer's headline figure is simply left out
     assert out.count('class="placeholder figure-missing"') == NUM_FIGURES - 1 and 'id="figure-headline"' not in out
-    assert "questions this study cannot answer yet" in out and "No answer yet" in out
+    assert "guidelines this study cannot give yet, and what each needs" in out and "No answer yet" in out
     assert 'id="expectations"' not in out
     for sid in ("answer", "strong", "weak", "comm", "model_size", "method"):
         assert opening(sid) in out

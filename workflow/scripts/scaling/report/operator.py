@@ -30,7 +30,8 @@ from ..common.stats import as_number
 
 def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
     """One row per model x world size x placement of the strong experiment (DDP points)."""
-    cols = ["family", "model", "world_size", "placement_class", "batch_per_rank", "step_ms", "compute_share_pct",
+    cols = ["family", "model", "world_size", "nodes", "gpus_per_node", "placement_class", "batch_per_rank", "step_ms",
+            "compute_share_pct",
             "exposed_share_pct", "samples_per_s", "efficiency", "efficiency_ci_lo", "efficiency_ci_hi"]
     if strong is None or strong.empty:
         return pd.DataFrame(columns=cols)
@@ -48,6 +49,7 @@ def shares(strong: pd.DataFrame | None) -> pd.DataFrame:
             compute, exposed_pct = min(max(compute, 0.0), 100.0), min(max(exposed_pct, 0.0), 100.0)
         rows.append({
             "family": model_family(r["model"]), "model": r["model"], "world_size": world,
+            "nodes": r.get("nodes"), "gpus_per_node": r.get("gpus_per_node"),
             "placement_class": r.get("placement_class"), "batch_per_rank": int(r["batch_per_rank"]),
             "step_ms": step * 1e3 if step else None,
             "compute_share_pct": compute, "exposed_share_pct": exposed_pct,
@@ -155,13 +157,15 @@ def section(strong: pd.DataFrame | None, model_json: dict | None) -> dict:
             eff += f" [{100 * r['efficiency_ci_lo']:.1f}, {100 * r['efficiency_ci_hi']:.1f}]"
         fmt = (lambda v, nd=1: "–" if v is None or pd.isna(v) else f"{v:,.{nd}f}")
         label = r["placement_class"] + (" (simulated)" if r["placement_class"] == SIMULATED else "")
-        table.append([r["model"], str(r["world_size"]), label, str(r["batch_per_rank"]), fmt(r["step_ms"], 3),
+        where = (f"{int(r['nodes'])}x{int(r['gpus_per_node'])}" if pd.notna(r["nodes"]) and pd.notna(r["gpus_per_node"])
+                 else "–")
+        table.append([r["model"], str(r["world_size"]), where, label, str(r["batch_per_rank"]), fmt(r["step_ms"], 3),
                       fmt(r["compute_share_pct"]), fmt(r["exposed_share_pct"]), fmt(r["samples_per_s"], 0), eff])
     cross = crossovers(strong, model_json)
     multi = rows[rows["world_size"] > 1] if len(rows) else rows
     # no multi-rank point has a no_sync step (runs imported from elsewhere): the shares are unknown
     no_probe = bool(len(multi)) and multi["compute_share_pct"].isna().all()
     return {"families": families, "comparable": len(families) >= 2, "no_probe": no_probe,
-            "headers": ["model", "world size", "placement", "batch/rank", "step ms", "compute % of step",
+            "headers": ["model", "world size", "nodes x ranks", "placement", "batch/rank", "step ms", "compute % of step",
                         "exposed comm % of step", "samples/s", "strong efficiency [95% CI]"],
             "rows": table, "crossovers": [{"model": m, "text": crossover_text(c)} for m, c in sorted(cross.items())]}

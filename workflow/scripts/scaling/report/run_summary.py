@@ -45,6 +45,17 @@ def _sizes(points: pd.DataFrame, ok_only: bool) -> list[int]:
     return sorted({int(v) for v in pd.to_numeric(p["world_size"], errors="coerce").dropna()})
 
 
+def _hosts_text(points: pd.DataFrame | None, prov: dict) -> str:
+    """'3: a, b, c'; for imported runs, whose host names are not recorded, the most nodes a run used."""
+    hosts = prov.get("hostnames") or []
+    if prov.get("imported"):
+        nodes = (pd.to_numeric(points["nodes"], errors="coerce").max()
+                 if points is not None and "nodes" in points else None)
+        return f"up to {int(nodes)} node{'s' if nodes != 1 else ''} a run (imported: host names not recorded)" \
+            if nodes and nodes == nodes else "imported: not recorded"
+    return f"{len(hosts)}: {_join(hosts, MAX_HOSTS)}" if hosts else "–"
+
+
 def measured_on(points: pd.DataFrame | None, provenance: dict) -> list[tuple[str, str]]:
     """(label, text) rows: devices, hosts, backend, world sizes, runs, experiments, software."""
     prov = provenance or {}
@@ -52,12 +63,11 @@ def measured_on(points: pd.DataFrame | None, provenance: dict) -> list[tuple[str
     done, planned = _sizes(points, True), _sizes(points, False)
     sizes = _join(done) + ("" if done == planned else f" (planned: {_join(planned)})")
     exps = sorted(set(points["experiment"].dropna())) if points is not None and "experiment" in points else []
-    hosts = prov.get("hostnames") or []
     software = "; ".join(f"{label} {_join(prov.get(k))}" for k, label in
                          (("torch", "torch"), ("cuda", "CUDA"), ("nccl", "NCCL")) if prov.get(k))
     return [
         ("devices", _join(prov.get("device_names") or prov.get("device_types"))),
-        ("hosts", f"{len(hosts)}: {_join(hosts, MAX_HOSTS)}" if hosts else "–"),
+        ("hosts", _hosts_text(points, prov)),
         ("backend", _join(prov.get("backends")) + (f" (launcher {_join(prov.get('launchers'))})"
                                                    if prov.get("launchers") else "")),
         ("world sizes measured", sizes),
