@@ -53,6 +53,8 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     assert answer.index('class="answers"') < answer.index('id="imported"')
     assert "Where to run: where each model reached training loss" in answer
     assert "the runs were imported: measure those repeats on your cluster, or import them" in answer
+    # the baseline is the one-GPU run without DDP (no DDP run at one rank was imported): figures say so
+    assert "samples/s at the baseline (1 rank without DDP)" in html
     operator = html[html.index('<section id="operator"'):]
     assert "No run here has a no_sync step (imported runs have none)" in operator[:operator.index("</section>")]
 

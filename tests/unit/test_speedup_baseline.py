@@ -12,10 +12,20 @@ def table(base_ddp: bool) -> pd.DataFrame:
 
 
 def test_a_ddp_baseline_is_one_ddp_rank():
-    assert baseline_words([(0, table(True))], 1.0) == ("1 DDP rank", "the DDP baseline")
+    assert baseline_words([table(True)], 1.0) == ("1 DDP rank", "the DDP baseline")
 
 
 def test_a_baseline_without_ddp_says_so():
-    assert baseline_words([(0, table(False))], 1.0) == ("1 rank without DDP", "the baseline (1 rank without DDP)")
+    assert baseline_words([table(False)], 1.0) == ("1 rank without DDP", "the baseline (1 rank without DDP)")
     # two studies side by side: "without DDP" only when every baseline ran without it
-    assert baseline_words([(0, table(False)), (1, table(True))], 1.0)[0] == "1 DDP rank"
+    assert baseline_words([table(False), table(True)], 1.0)[0] == "1 DDP rank"
+
+
+def test_one_run_per_point_says_no_ci_in_the_title():
+    from scaling.report.series import ci_title
+    one = pd.DataFrame({"n_ok": [1, 1, 1]})
+    three = pd.DataFrame({"n_ok": [3, 3, 1]})
+    title = "Strong scaling: speedup (95% CI over repeats)"
+    assert ci_title(title, [(0, one)]) == "Strong scaling: speedup (one run per point: no CI)"
+    assert ci_title(title, [(0, three)]) == title and ci_title(title, [(0, one), (1, three)]) == title
+    assert ci_title("Weak scaling: efficiency (95% CI)", [(0, one)]) == "Weak scaling: efficiency (one run per point: no CI)"

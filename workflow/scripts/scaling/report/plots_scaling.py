@@ -11,14 +11,15 @@ import seaborn as sns
 
 from . import plotkit as kit
 from .reference import comparable, overlay_label, overlay_note
-from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, draw_model, entry, frame, measured,
-                     model_caption, studies_with)
+from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, ci_title, draw_model, entry, frame,
+                     measured, model_caption, studies_with)
 
 
-def baseline_words(have: list, base: float) -> tuple[str, str]:
+def baseline_words(tables: list, base: float) -> tuple[str, str]:
     """('1 DDP rank', 'the DDP baseline') or, where every baseline row ran without DDP (runs imported
-    without a one-rank DDP run, tables/experiments.py baselines), ('1 rank without DDP', ...)."""
-    rows = [t[t["is_baseline"].astype(bool)] for _, t in have if "is_baseline" in t]
+    without a one-rank DDP run, tables/experiments.py baselines), ('1 rank without DDP', ...).
+    `tables`: the studies' whole strong tables (the figure's own rows are the DDP ones only)."""
+    rows = [t[t["is_baseline"].astype(bool)] for t in tables if t is not None and "is_baseline" in t]
     plain = bool(rows) and all(len(r) and not r["ddp"].astype(str).isin(["True", "true", "1"]).any() for r in rows)
     ranks = f"{int(base)} rank{'s' if base > 1 else ''}"
     if plain:
@@ -40,7 +41,7 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     out = {}
     base = min(t["baseline_world_size"].min() for _, t in have)
 
-    vs, against = baseline_words(have, base)
+    vs, against = baseline_words([studies[i]["tables"].get("strong") for i, _ in have], base)
     fig, ax = kit.figure()
     xs, tops, vals = measured(ax, st, have, "speedup", "speedup")
     for i, _ in have:
@@ -55,7 +56,7 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     ax.set_ylim(min(0.5, 0.8 * min(vals)), 1.5 * max([p / base for p in grid] + vals + [v for v in tops if v == v]))
     out["strong_speedup"] = entry(
         fig, ax, folder, "strong_speedup", f"speedup vs {vs} (×)",
-        "Strong scaling: speedup (95% CI over repeats)",
+        ci_title("Strong scaling: speedup (95% CI over repeats)", have),
         f"Speedup = samples/s at p ranks ÷ samples/s at {against} (exactly 1 there, so it has no interval); "
         "dotted: ideal linear speedup." + cap_tail)
 
@@ -71,7 +72,7 @@ def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, f
     cut = frame(ax, st, have, vals, tops, "efficiency_ci_hi", 100, at_least=110)
     out["strong_efficiency"] = entry(
         fig, ax, folder, "strong_efficiency", f"efficiency vs {'the baseline' if 'without' in vs else 'DDP baseline'} (%)",
-        "Strong scaling: efficiency (95% CI over repeats)",
+        ci_title("Strong scaling: efficiency (95% CI over repeats)", have),
         f"Efficiency = speedup ÷ (p / p_base) against {against}, which is 100% by definition (no interval); "
         "solid grey: the configured threshold." + cap_tail, cut)
     return out
@@ -140,7 +141,7 @@ def plot_weak(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, fol
     kit.world_axis(ax, xs)
     cut = frame(ax, st, have, vals, tops, "samples_per_s_per_rank_ci_hi")
     out["weak_throughput"] = entry(
-        fig, ax, folder, "weak_throughput", "throughput per rank (samples/s)", "Weak scaling: throughput per rank (95% CI)",
+        fig, ax, folder, "weak_throughput", "throughput per rank (samples/s)", ci_title("Weak scaling: throughput per rank (95% CI)", have),
         "Samples/s per rank at fixed per-rank batch and samples per rank; ideal weak scaling is flat.", cut)
 
     fig, ax = kit.figure()
@@ -153,7 +154,7 @@ def plot_weak(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, fol
     kit.world_axis(ax, xs)
     cut = frame(ax, st, have, vals, tops, "weak_efficiency_ci_hi", 100, at_least=110)
     out["weak_efficiency"] = entry(
-        fig, ax, folder, "weak_efficiency", "weak efficiency vs DDP baseline (%)", "Weak scaling: efficiency (95% CI)",
+        fig, ax, folder, "weak_efficiency", "weak efficiency vs DDP baseline (%)", ci_title("Weak scaling: efficiency (95% CI)", have),
         "Per-rank throughput relative to the DDP baseline (100% there by definition, no interval). "
         + (overlay_note("weak", check) if ref is not None else ""), cut)
     return out

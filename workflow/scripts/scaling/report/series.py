@@ -75,6 +75,16 @@ def frame(ax, st: kit.Styles, have, vals, tops, ci_hi: str, scale: float = 1.0, 
     return any(cuts)
 
 
+def ci_title(title: str, have: list) -> str:
+    """The figure's title, its '(95% CI ...)' said as it is where no point has two ok repeats: one run
+    per point draws no interval (imported runs, or repeats: 1)."""
+    n_ok = [t["n_ok"] for _, t in have if "n_ok" in t]
+    if n_ok and all((n.fillna(0) <= 1).all() for n in n_ok):
+        return title.replace("(95% CI over repeats)", "(one run per point: no CI)").replace(
+            "(95% CI)", "(one run per point: no CI)")
+    return title
+
+
 def entry(fig, ax, folder: Path, name: str, ylabel: str, title: str, caption: str, cut: bool = False) -> dict:
     """Label the axes, put the legend below, write the PNG: the figure's manifest entry."""
     ax.set_ylabel(ylabel)
