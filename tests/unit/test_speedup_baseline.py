@@ -29,3 +29,10 @@ def test_one_run_per_point_says_no_ci_in_the_title():
     assert ci_title(title, [(0, one)]) == "Strong scaling: speedup (one run per point: no CI)"
     assert ci_title(title, [(0, three)]) == title and ci_title(title, [(0, one), (1, three)]) == title
     assert ci_title("Weak scaling: efficiency (95% CI)", [(0, one)]) == "Weak scaling: efficiency (one run per point: no CI)"
+
+
+def test_figures_start_from_a_baseline_that_ran_without_ddp():
+    from scaling.report.series import ddp_rows
+    assert ddp_rows(table(False))["world_size"].tolist() == [1, 2, 4]  # the plain 1-rank run is the base
+    both = pd.concat([table(True), pd.DataFrame({"world_size": [1], "ddp": [False], "is_baseline": [False]})])
+    assert ddp_rows(both)["ddp"].tolist() == [True, True, True]  # a DDP base: the plain run is not drawn

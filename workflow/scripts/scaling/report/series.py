@@ -27,9 +27,17 @@ TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Str
 
 
 def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
+    """The DDP rows a figure draws, and the baseline row where it ran without DDP (a study with no DDP
+    point at one rank, e.g. imported runs: tables/experiments.py baselines), so that every line
+    starts from the point its ratios are taken against."""
     if t is None or t.empty:
         return pd.DataFrame()
-    return t[t["ddp"].astype(bool)] if "ddp" in t else t
+    if "ddp" not in t:
+        return t
+    keep = t["ddp"].astype(bool)
+    if "is_baseline" in t:
+        keep |= t["is_baseline"].fillna(False).astype(bool)
+    return t[keep]
 
 
 def lines(t: pd.DataFrame, x: str):
