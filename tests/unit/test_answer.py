@@ -62,7 +62,7 @@ def test_model_error_keeps_two_digits_below_ten_percent():
 
 
 def test_imported_runs_get_a_short_line_and_a_note_after_the_verdicts():
-    from scaling.report.answer import imported_text, placement_text
+    from scaling.report.run_summary import imported_text, placement_text
     prov = {"imported": {"num_records": 21, "paths": ["runs/"], "citations": ["arXiv 2609.07740"],
                          "hardware": ["NVIDIA A100"], "lacks": ["repeats (one run per point)"]}}
     assert placement_text(prov) == "NVIDIA A100 elsewhere, not by kanscale: 21 imported runs"

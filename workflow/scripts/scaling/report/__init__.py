@@ -15,7 +15,7 @@
     compare        other studies' results folders (report.compare) and the key figures side by side
     operator       operator speed vs scaling: compute share of a step, the per-rank batch that pays off
     numbers        a guideline's cited numbers as small tables
-    run_summary    the box at the top: measured on what, the recommendation, run counts
+    run_summary    the box at the top: measured on what (imported: from where), run counts
     cells          the study's tables as rows of text cells
     sections       the other parts of the page: figures inline, fits, model, guidelines, looks, ...
     render         render_report: the page (Jinja2, report/templates/report.html.j2)

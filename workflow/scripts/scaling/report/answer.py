@@ -17,7 +17,7 @@ import pandas as pd
 from ..common.stats import as_number, known
 from . import operator
 from .series import ddp_rows
-from .run_summary import CARDS
+from .run_summary import CARDS, imported_text
 
 # the answer table's headers that a Terms entry explains (the template links them)
 TERMS = {"efficiency": "term-efficiency", "step bound": "term-bound", "model error": "term-loo",
@@ -386,32 +386,6 @@ def sentence(a: dict) -> str:
     if a["change"]:
         text += " What would change it: " + a["change"] + "."
     return text
-
-
-def imported_text(provenance: dict | None) -> str | None:
-    """For runs imported from elsewhere: from where, as cited, and what the analysis could not use."""
-    imp = (provenance or {}).get("imported")
-    if not imp:
-        return None
-    cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
-    return (f"The {imp['num_records']} runs were imported from {', '.join(imp['paths'])}{cited}, not measured by "
-            f"kanscale. The analysis could not use what they lack: {'; '.join(imp['lacks'])}.")
-
-
-def placement_text(provenance: dict | None) -> str:
-    """'1 host (x), Intel Xeon ..., backend gloo': where the numbers come from, in one line; for runs
-    imported from elsewhere, that they were, from where, and what the analysis could not use."""
-    prov = provenance or {}
-    imp = prov.get("imported")
-    if imp:  # short, above the verdicts; where from and what they lack follow them (imported_text)
-        return (f"{', '.join(imp['hardware']) or 'hardware not stated'} elsewhere, not by kanscale: "
-                f"{imp['num_records']} imported runs")
-    hosts = prov.get("hostnames") or []
-    devices = prov.get("device_names") or prov.get("device_types") or []
-    parts = [f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else None,
-             ", ".join(map(str, devices[:2])) if devices else None,
-             "backend " + ", ".join(map(str, prov.get("backends") or [])) if prov.get("backends") else None]
-    return "; ".join(p for p in parts if p) or "an unrecorded machine"
 
 
 def runs_line(status: dict) -> dict:

@@ -28,13 +28,13 @@ from ..tables import readiness_table as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
-from .answer import answer_context, placement_text
+from .answer import answer_context
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .plots_accuracy import CRITICAL, PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, core_table, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
-from .run_summary import measured_on
+from .run_summary import measured_on, placement_text
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "report" / "templates"
 SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curves"],

@@ -1,6 +1,7 @@
 """What was run and on what, for the report: the runs by state (ok, failed, pending, running, missing,
-corrupt; the answer shows a badge for each state but ok) and the "what was measured, on what" table
-of the appendix. Everything here only reads the points table and the provenance.
+corrupt; the answer shows a badge for each state but ok), the answer's "measured on" line (for
+imported runs: elsewhere, from where, what they lack) and the "what was measured, on what" table of
+the appendix. Everything here only reads the points table and the provenance.
 """
 
 from __future__ import annotations
@@ -83,3 +84,29 @@ def band_text(b: dict | None, f) -> str:
     if not b or b.get("value") is None or (isinstance(b["value"], float) and math.isnan(b["value"])):
         return "–"
     return f(b["value"]) + (f" [{f(b['lo'])}, {f(b['hi'])}]" if b.get("lo") is not None else "")
+
+
+def imported_text(provenance: dict | None) -> str | None:
+    """For runs imported from elsewhere: from where, as cited, and what the analysis could not use."""
+    imp = (provenance or {}).get("imported")
+    if not imp:
+        return None
+    cited = f" ({'; '.join(imp['citations'])})" if imp["citations"] else ""
+    return (f"The {imp['num_records']} runs were imported from {', '.join(imp['paths'])}{cited}, not measured by "
+            f"kanscale. The analysis could not use what they lack: {'; '.join(imp['lacks'])}.")
+
+
+def placement_text(provenance: dict | None) -> str:
+    """'1 host (x), Intel Xeon ..., backend gloo': where the numbers come from, in one line; for runs
+    imported from elsewhere, that they were, from where, and what the analysis could not use."""
+    prov = provenance or {}
+    imp = prov.get("imported")
+    if imp:  # short, above the verdicts; where from and what they lack follow them (imported_text)
+        return (f"{', '.join(imp['hardware']) or 'hardware not stated'} elsewhere, not by kanscale: "
+                f"{imp['num_records']} imported runs")
+    hosts = prov.get("hostnames") or []
+    devices = prov.get("device_names") or prov.get("device_types") or []
+    parts = [f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else None,
+             ", ".join(map(str, devices[:2])) if devices else None,
+             "backend " + ", ".join(map(str, prov.get("backends") or [])) if prov.get("backends") else None]
+    return "; ".join(p for p in parts if p) or "an unrecorded machine"
