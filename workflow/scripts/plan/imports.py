@@ -299,7 +299,8 @@ def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:
         raise ConfigError(f"{source}: a study of imported runs plans only {', '.join(EXPERIMENTS)} points; "
                           f"turn off experiments {', '.join(other)} (and training.lr: tuned)")
     # each repeat is one run (the table's repeat column, 0 to repeats - 1)
-    repeats = len({p.rep for p in training.values()}) > 1 or any(r.repeat for r in runs)
+    last_rep = max((p.rep for p in training.values()), default=0)
+    repeats = last_rep > 0 or any(r.repeat for r in runs)
     out: dict[str, Run] = {}
     used: dict[int, str] = {}
     for pid, p in training.items():
@@ -317,9 +318,8 @@ def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:
         used[id(found[0])] = pid
     for r in runs:
         if id(r) not in used:
-            more = (f"the config's repeats ({1 + max(p.rep for p in training.values())}) do not reach repeat "
-                    f"{r.repeat}" if r.repeat > max(p.rep for p in training.values()) else
-                    "add its topology, batch and samples to the config's experiments")
+            more = (f"the config's repeats ({1 + last_rep}) do not reach repeat {r.repeat}" if r.repeat > last_rep
+                    else "add its topology, batch and samples to the config's experiments")
             raise ConfigError(f"{r.where}: run {r.name} ({_describe(r.key(), r.widths, repeats)}) matches no planned "
                               f"point; {more}")
     return out
@@ -334,9 +334,9 @@ def source_files(spec: dict) -> list[str]:
     return [str(path / "runs.csv")] + [str(path / f"{n}.csv") for n in names]
 
 
-LACKS = ("a held-out set (loss is training loss)", "repeats (one run per point)", "a no_sync probe (DDP's "
-         "communication is not measured apart from the step)", "the step's anatomy")
-NO_REPEATS = LACKS[1]
+NO_REPEATS = "repeats (one run per point)"
+LACKS = ("a held-out set (loss is training loss)", NO_REPEATS, "a no_sync probe (DDP's communication is not "
+         "measured apart from the step)", "the step's anatomy")
 
 
 def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dict:
@@ -368,9 +368,10 @@ def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dic
                           "elapsed_s": elapsed, "train_loss": e.loss})
     peaks = [e.peak_gib for e in run.rows if e.peak_gib is not None]
     params = run.num_params
+    lacks = [x for x in LACKS if repeats == 1 or x != NO_REPEATS]  # a repeat column gives repeats
     source = {"kind": "imported", "format": spec["format"], "path": spec["path"], "run": run.name,
               "where": run.where, "cited": spec["citation"], "hardware": run.hardware or "not stated",
-              "lacks": [x for x in LACKS if repeats == 1 or x != NO_REPEATS], "step_time_from": f"median of {steps['n']} epochs' mean steps"
+              "lacks": lacks, "step_time_from": f"median of {steps['n']} epochs' mean steps"
                                                      + (" (epoch 0 left out)" if len(run.rows) > 1 else "")}
     final = next((e.loss for e in reversed(run.rows) if e.loss is not None), None)
     return {
