@@ -118,3 +118,15 @@ def error_file(rank: int | None) -> str | None:
     if rank is None:
         rank = os.environ.get("SLURM_PROCID", os.environ.get("RANK", f"unknown-{os.getpid()}"))
     return os.path.join(folder, f"rank{rank}.error.json")
+
+
+# how long a rank that failed may take to write its record and leave (kan/train.py's bounded exit);
+# tests shorten it
+FAILED_EXIT = "KANSCALE_FAILED_EXIT_S"
+
+
+def failed_exit_s() -> float:
+    try:
+        return max(float(os.environ.get(FAILED_EXIT, "10")), 0.1)
+    except ValueError:
+        return 10.0

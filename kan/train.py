@@ -196,17 +196,45 @@ def main(argv: list[str] | None = None, model_factory: Callable | None = None) -
         record["num_hosts"] = len({r["hostname"] for r in record["ranks"]})
         record["status"] = "ok"
     except Exception as e:  # recorded as data; the launcher decides what a failed point means
+        bound_failed_exit()
         record["status"] = "oom" if is_oom(e) else "failed"
         record["reason"] = f"{type(e).__name__}: {e}".strip()[:2000]
         traceback.print_exc()
         _record_exception(e, None if info is None else info.rank)
         rc = 1
+        # written before the except block ends: that drops the traceback, and with it the last
+        # references to the model, DDP's reducer and their pending work, whose destructors run then
+        _write(record, run.out, info)
+    else:
+        _write(record, run.out, info)
+    if rc:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()  # main returns: its caller bounds its own exit (exit_now)
+    return rc
+
+
+def _write(record: dict, out: str, info) -> None:
     record["finished_utc"] = records.now_utc()
     if info is None or info.is_main:
-        records.write(run.out, record)
+        records.write(out, record)
         if record["status"] == "ok":
-            print(f"[kan.train] done: {_summary_line(record)} -> {run.out}", flush=True)
-    return rc
+            print(f"[kan.train] done: {_summary_line(record)} -> {out}", flush=True)
+
+
+def bound_failed_exit() -> None:
+    """A rank that failed gets kan.env.failed_exit_s() (10 s) to write its record and leave; then every
+    thread's stack goes to stderr (the point's log: where it hung) and the rank exits 1. Why: after a
+    lost link a rank's teardown can wait forever. A CI run cut the emulated link: both ranks raised
+    gloo's 10 s timeout and wrote their error files, then sat 35 s without rank 0's record or an exit,
+    until the test stopped them; no rank exited, so the launcher's fail-fast never started, and only the
+    point's deadline (255 s) would have ended it, as a timeout without the cause. faulthandler's
+    watchdog is a C thread: it needs no GIL, so a thread that holds it in a destructor cannot stop it."""
+    import faulthandler
+
+    from .env import failed_exit_s
+
+    faulthandler.dump_traceback_later(failed_exit_s(), exit=True, file=sys.stderr)
 
 
 def _import_trainer(ddp: bool) -> float | None:
@@ -320,6 +348,7 @@ def exit_now(code: int) -> None:
     non-zero, and the ordinary exit's teardown leaves rank 0 the time to write the failed point's
     record (a failed rank 1 that left at once killed rank 0 before it wrote it)."""
     if code != 0:
+        bound_failed_exit()  # the interpreter's teardown too (destructors, gloo's threads)
         sys.exit(code)
     try:
         atexit._run_exitfuncs()  # what a normal exit runs first, with the interpreter still whole

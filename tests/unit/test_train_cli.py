@@ -77,3 +77,40 @@ def test_allreduce_point(tmp_path):
     assert all(s["busbw_gbps"] == 0 for s in sizes)  # one rank: nothing crosses a link
     corun = rec["corun"]  # the co-run measurement: one rank, its own alone and together rates
     assert len(corun["per_rank"]) == 1 and corun["slowdown"] == corun["per_rank"][0] > 0
+
+
+HANGS_WHEN_RELEASED = """
+import sys, time
+from kan import train
+
+class Stuck:
+    def __del__(self):  # what a destructor waiting on a lost peer does
+        time.sleep(3600)
+
+class Lost(RuntimeError):
+    pass
+
+def factory(model, seed):
+    e = Lost("the peer is gone")
+    e.stuck = Stuck()  # released when the except block that caught it ends
+    raise e
+
+train.exit_now(train.main(sys.argv[1:], model_factory=factory))
+"""
+
+
+def test_a_failed_rank_whose_teardown_hangs_writes_its_record_and_leaves(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "r.json"
+    t0 = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", HANGS_WHEN_RELEASED, *SMALL, "--out", str(out)], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "KANSCALE_FAILED_EXIT_S": "2"})
+    # the record first, then 2 s for the teardown: the rank leaves with 1 and the stack of where it hung
+    assert run.returncode == 1 and time.monotonic() - t0 < 60, run.stderr[-2000:]
+    rec = records.read(out)
+    assert rec["status"] == "failed" and rec["reason"] == "Lost: the peer is gone"
+    assert "Timeout (0:00:02)!" in run.stderr and "in __del__" in run.stderr
