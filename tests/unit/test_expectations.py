@@ -115,6 +115,22 @@ def test_not_measured_and_one_repeat(tables):
     assert b["status"] == INCONCLUSIVE and "no confidence interval" in b["rows"][0]["reason"]
 
 
+def test_description_names_the_baseline_as_it_ran(tables):
+    expect = [{"metric": "strong_speedup", "min": 1}, {"metric": "weak_efficiency", "min": 0.5}]
+    ddp = [e["description"] for e in evaluate(expect, tables)["expectations"]]
+    assert ddp == ["strong-scaling speedup vs the DDP baseline",
+                   "weak-scaling efficiency vs the DDP baseline (0.7 = 70%)"]
+    # imported runs without a one-rank DDP run: the ratios are taken against the plain one-rank run
+    t = dict(tables)
+    for name in ("strong", "weak"):
+        t[name] = tables[name].copy()
+        t[name]["ddp"] = t[name]["ddp"].astype(object)
+        t[name].loc[t[name]["is_baseline"].astype(bool), "ddp"] = False
+    plain = [e["description"] for e in evaluate(expect, t)["expectations"]]
+    assert plain[0] == "strong-scaling speedup vs the baseline (1 rank without DDP)"
+    assert "DDP baseline" not in plain[1]
+
+
 def test_check_command_exit_status(tables, tmp_path, capsys):
     def write(expect):
         path = tmp_path / "expectations.json"

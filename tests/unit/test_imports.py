@@ -210,3 +210,16 @@ def test_repeats_that_the_runs_cannot_give_are_refused(tmp_path, repeats, text, 
     (tmp_path / "mine.yaml").write_text(TABLE_CONFIG.format(path=path).replace("repeats: 1", repeats))
     with pytest.raises(plan.ConfigError, match=error):
         plan.load_config(tmp_path / "mine.yaml")
+
+
+def test_the_report_echoes_only_what_describes_imported_runs(seed_config):
+    from scaling.report.render import config_echo, config_text
+    shown = config_echo(seed_config)
+    # nothing ran: how kanscale would launch a point describes none of the paper's runs
+    assert "launcher" in seed_config and "launcher" not in shown and "network" not in shown
+    assert "resources" not in shown and "comm_probe_every" not in shown["training"]
+    assert "allreduce" not in shown["experiments"] and "strong" in shown["experiments"]
+    assert shown["import"] == seed_config["import"] and shown["training"]["epochs"] == 40
+    assert config_text(seed_config).startswith("# imported runs: left out are the keys")
+    measured = {k: v for k, v in seed_config.items() if k != "import"}
+    assert "launcher" in config_echo(measured) and not config_text(measured).startswith("#")

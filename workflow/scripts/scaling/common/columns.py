@@ -96,6 +96,19 @@ def as_bool(v, default: bool | None = None) -> bool | None:
     return default
 
 
+def baseline_without_ddp(tables: list) -> bool:
+    """Whether every table's baseline row (is_baseline) ran without DDP: runs imported without a
+    one-rank DDP run, where tables/aggregate.baselines falls back to the plain one-rank run. Then
+    "vs the DDP baseline" would be wrong wherever a ratio is named (figures, expectations, notes)."""
+    rows = [t[t["is_baseline"].astype(bool)] for t in tables if t is not None and "is_baseline" in t]
+    return bool(rows) and all(len(r) and not any(as_bool(v, False) for v in r["ddp"]) for r in rows)
+
+
+def baseline_name(tables: list) -> str:
+    """How a ratio's baseline reads: "the DDP baseline" or "the baseline (1 rank without DDP)"."""
+    return "the baseline (1 rank without DDP)" if baseline_without_ddp(tables) else "the DDP baseline"
+
+
 def placement_class(nodes, world_size, num_hosts, given=None, on_slurm: bool = True, link_mbit=0.0) -> str:
     """single-rank (p = 1), intra-node (one node), inter-node, emulated inter-node (several "nodes"
     on one host joined by an emulated link of rate link_mbit), or simulated inter-node when a

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..common.columns import PLACEMENTS, model_family
+from ..common.columns import PLACEMENTS, baseline_name, model_family
 from ..common.stats import as_number, known
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
@@ -279,6 +279,14 @@ def fmt_ci(v, lo, hi, unit: str) -> str:
     return _number(v, unit) + ci + ("" if unit in ("fraction", "%") else f" {unit}")
 
 
+def _description(m: Metric, tables: dict) -> str:
+    """The metric's text, naming the baseline as it ran: runs imported without a one-rank DDP run
+    have their ratios taken against the one-rank run without DDP."""
+    if m.table not in ("strong", "weak"):
+        return m.text
+    return m.text.replace("the DDP baseline", baseline_name([tables.get(m.table)]))
+
+
 def evaluate(expect: list, tables: dict) -> dict:
     """expectations.json: {'expectations': [...], 'counts': {status: n}}. `tables` = the scaling
     tables (DataFrames) and 'model' (model.json)."""
@@ -306,7 +314,7 @@ def evaluate(expect: list, tables: dict) -> dict:
         else:
             status, reason = NOT_MEASURED, "no measured row matches the selectors"
         results.append({"index": i, "name": e.get("name") or describe(e), "named": "name" in e, "metric": e["metric"],
-                        "description": m.text, "unit": m.unit, "min": e.get("min"), "max": e.get("max"),
+                        "description": _description(m, tables), "unit": m.unit, "min": e.get("min"), "max": e.get("max"),
                         "selectors": {k: e[k] for k in SELECTORS + m.extra if k in e},
                         "status": status, "reason": reason, "rows": checked})
     counts = {s: sum(r["status"] == s for r in results) for s in STATUSES}

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from ..common.columns import baseline_without_ddp
 from . import plotkit as kit
 from .reference import comparable, overlay_label, overlay_note
 from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, ci_title, draw_model, entry, frame,
@@ -19,10 +20,8 @@ def baseline_words(tables: list, base: float) -> tuple[str, str]:
     """('1 DDP rank', 'the DDP baseline') or, where every baseline row ran without DDP (runs imported
     without a one-rank DDP run, tables/experiments.py baselines), ('1 rank without DDP', ...).
     `tables`: the studies' whole strong tables (the figure's own rows are the DDP ones only)."""
-    rows = [t[t["is_baseline"].astype(bool)] for t in tables if t is not None and "is_baseline" in t]
-    plain = bool(rows) and all(len(r) and not r["ddp"].astype(str).isin(["True", "true", "1"]).any() for r in rows)
     ranks = f"{int(base)} rank{'s' if base > 1 else ''}"
-    if plain:
+    if baseline_without_ddp(tables):
         return f"{ranks} without DDP", f"the baseline ({ranks} without DDP)"
     return f"{int(base)} DDP rank{'s' if base > 1 else ''}", "the DDP baseline"
 

@@ -68,7 +68,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     return {
         "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "config_yaml": yaml.safe_dump(config_echo(config), sort_keys=False, default_flow_style=None, width=100),
+        "config_yaml": config_text(config),
         "thresholds": config["report"],
         "status": status,
         "provenance": provenance or {},
@@ -194,6 +194,22 @@ def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tu
             "critical_figures": figure_entries(manifest, figures_dir, [CRITICAL]) if CRITICAL in manifest else []}
 
 
+# what only says how kanscale would run a point: nothing ran for imported runs, so these describe
+# nothing of them (the seed report showed "launcher: torchrun" for runs launched by the paper's scripts)
+NOT_IMPORTED = ("launcher", "cpu_threads_per_rank", "gpu_type", "request_gpus", "resources", "timeouts", "network",
+                "limits", "plan", "partial", "rerun_failed")
+NOT_IMPORTED_TRAINING = ("comm_probe_every", "loss_every_steps")
+
+
+def config_text(config: dict) -> str:
+    shown = config_echo(config)
+    text = yaml.safe_dump(shown, sort_keys=False, default_flow_style=None, width=100)
+    if config.get("import"):
+        text = (f"# imported runs: left out are the keys that say how kanscale runs a point "
+                f"({', '.join(NOT_IMPORTED)}, training.{', training.'.join(NOT_IMPORTED_TRAINING)})\n" + text)
+    return text
+
+
 def config_echo(config: dict) -> dict:
     """The validated config as the report shows it: the data section, the validation cadence and the
     learning rate's scaling rule and the held-out target only where they are set (as a point's id has
@@ -216,4 +232,11 @@ def config_echo(config: dict) -> dict:
     if "readiness" in exps and exps["readiness"]["enabled"] is None and not factory.readiness_on(
             None, shown["model"]["impl"]):  # at its default no check ran
         del exps["readiness"]
+    if shown.get("import"):
+        for key in NOT_IMPORTED:
+            shown.pop(key, None)
+        for key in NOT_IMPORTED_TRAINING:
+            training.pop(key, None)
+        for name in [n for n, e in exps.items() if isinstance(e, dict) and e.get("enabled") is False]:
+            del exps[name]  # a switched-off experiment of an import: nothing to say
     return shown

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..common.columns import baseline_name
 from ..common.repeats import RepeatPlan
 from ..common.settings import Settings
 from ..common.stats import level_label
@@ -112,8 +113,8 @@ def reference_notes(tables: dict, reference: dict) -> dict[str, str]:
         same = rs[rs["gpus"] == p]
         paper = (f"{same['efficiency_pct'].max():.1f}% at {p} GPUs" if len(same) else
                  f"{rs.iloc[-1]['efficiency_pct']:.1f}% at {int(rs.iloc[-1]['gpus'])} GPUs")
-        notes["strong"] += (f" Measured strong-scaling efficiency at {p} ranks: {100 * top['efficiency']:.1f}% (vs the "
-                            f"DDP baseline); the seed paper reports {paper} (vs a non-DDP 1-GPU run).")
+        notes["strong"] += (f" Measured strong-scaling efficiency at {p} ranks: {100 * top['efficiency']:.1f}% (vs "
+                            f"{baseline_name([s])}); the seed paper reports {paper} (vs a non-DDP 1-GPU run).")
     w, rw = tables.get("weak"), reference.get("weak")
     if checks["weak"]["comparable"] and rw is not None and w["weak_efficiency"].notna().any():
         top = w[w["ddp"].astype(bool)].dropna(subset=["weak_efficiency"]).sort_values("world_size").iloc[-1]
