@@ -36,3 +36,15 @@ def test_figures_start_from_a_baseline_that_ran_without_ddp():
     assert ddp_rows(table(False))["world_size"].tolist() == [1, 2, 4]  # the plain 1-rank run is the base
     both = pd.concat([table(True), pd.DataFrame({"world_size": [1], "ddp": [False], "is_baseline": [False]})])
     assert ddp_rows(both)["ddp"].tolist() == [True, True, True]  # a DDP base: the plain run is not drawn
+
+
+def test_the_seed_overlay_names_an_implementation_only_where_it_differs():
+    from scaling.report.reference import comparable
+
+    def strong(model):
+        return pd.DataFrame({"model": [model] * 2, "n_ok": [1, 1], "grid_size": [10, 10], "samples": [100000] * 2,
+                             "world_size": [1, 2], "batch_per_rank": [512, 512]})
+    own = comparable("strong", strong("kan-bspline [2,64,1]"))
+    assert own["comparable"] and "implementation kan-bspline (paper: pykan)" in own["differs"]
+    paper = comparable("strong", strong("pykan [2,64,1]"))
+    assert paper["comparable"] and not any(d.startswith("implementation") for d in paper["differs"])

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..common.columns import model_family
+
 PAPER = {
     "strong": {"widths": {(2, 64, 1)}, "samples": 100000, "per_rank": False},
     "weak": {"widths": {(2, 64, 1)}, "samples": 25000, "per_rank": True},
@@ -56,7 +58,11 @@ def comparable(experiment: str, table: pd.DataFrame | None) -> dict:
     if got != {spec["samples"]}:
         unit = " per rank" if spec["per_rank"] else ""
         why.append(f"samples{unit} {', '.join(f'{s:,}' for s in sorted(got)) or 'unknown'} (paper: {spec['samples']:,})")
-    differs = ["hardware (paper: A100, InfiniBand)", "implementation (paper: pykan)", "one run per point in the paper"]
+    families = sorted({model_family(m) for m in t["model"]})
+    differs = ["hardware (paper: A100, InfiniBand)"]
+    if families != ["pykan"]:  # a pykan study runs the paper's implementation
+        differs.append(f"implementation {', '.join(families)} (paper: pykan)")
+    differs.append("one run per point in the paper")
     batches = set(t["batch_per_rank"].dropna().astype(int)) if "batch_per_rank" in t else set()
     if batches and batches != {PAPER_BATCH}:
         differs.append(f"per-rank batch {', '.join(map(str, sorted(batches)))} (paper: {PAPER_BATCH})")
