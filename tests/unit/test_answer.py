@@ -69,3 +69,14 @@ def test_imported_runs_get_a_short_line_and_a_note_after_the_verdicts():
     assert imported_text(prov) == ("The 21 runs were imported from runs/ (arXiv 2609.07740), not measured by "
                                    "kanscale. The analysis could not use what they lack: repeats (one run per point).")
     assert imported_text({"hostnames": ["h"]}) is None
+
+
+def test_why_sooner_gives_the_model_totals_without_a_model_only_interval():
+    from scaling.report.answer import _sooner_why
+    rec = {"fastest": {"world_size": 8, "time_s": {"value": 146.57, "lo": 146.51, "hi": 146.62}},
+           "cheapest": {"world_size": 1, "time_s": {"value": 890.9, "lo": 890.3, "hi": 891.6}},
+           "work": {"samples": 100000, "epochs": 40, "batch_rule": "fixed per-rank batch"}}
+    text = _sooner_why(rec, 1, "GPU")
+    # the bootstrap of the model alone was narrower than the runs' spread: the measured totals fell outside it
+    assert "147 s against 891 s here (predicted from the median step; time outside the steps not counted)" in text
+    assert "[" not in text

@@ -48,3 +48,12 @@ def test_the_seed_overlay_names_an_implementation_only_where_it_differs():
     assert own["comparable"] and "implementation kan-bspline (paper: pykan)" in own["differs"]
     paper = comparable("strong", strong("pykan [2,64,1]"))
     assert paper["comparable"] and not any(d.startswith("implementation") for d in paper["differs"])
+
+
+def test_the_paper_baseline_note_only_where_the_paper_is_on_the_page():
+    from scaling.report.render import baseline_note
+    measured = {"import": None}
+    assert baseline_note(measured, {"strong": ""}) == ""  # a measured study without the overlay
+    assert "non-DDP 1-GPU run" in baseline_note(measured, {"strong": "Seed-paper overlay shown; ..."})
+    assert "non-DDP 1-GPU run" in baseline_note({"import": {"format": "seed-suite"}}, {"strong": ""})
+    assert baseline_note({"import": {"format": "table"}}, {"strong": ""}) == ""

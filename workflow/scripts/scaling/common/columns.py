@@ -104,6 +104,20 @@ def baseline_without_ddp(tables: list) -> bool:
     return bool(rows) and all(len(r) and not any(as_bool(v, False) for v in r["ddp"]) for r in rows)
 
 
+def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
+    """The DDP rows a figure draws, and the baseline row where it ran without DDP (a study with no DDP
+    point at one rank, e.g. imported runs: tables/experiments.py baselines), so that every line
+    starts from the point its ratios are taken against."""
+    if t is None or t.empty:
+        return pd.DataFrame()
+    if "ddp" not in t:
+        return t
+    keep = t["ddp"].astype(bool)
+    if "is_baseline" in t:
+        keep |= t["is_baseline"].fillna(False).astype(bool)
+    return t[keep]
+
+
 def baseline_name(tables: list) -> str:
     """How a ratio's baseline reads: "the DDP baseline" or "the baseline (1 rank without DDP)"."""
     return "the baseline (1 rank without DDP)" if baseline_without_ddp(tables) else "the DDP baseline"

@@ -11,6 +11,7 @@
     plots_anatomy  the "What bounds a step" figures: a step split into dispatch, compute, all-reduce
     anatomy_section the "What bounds a step" section: the anatomy table as cells, figures and words
     plots          plot_figures: every figure and figures.json
+    figure_names   the names render looks figures up by, without importing what draws them
     reference      the seed paper's published points and when they may be drawn next to ours
     compare        other studies' results folders (report.compare) and the key figures side by side
     operator       operator speed vs scaling: compute share of a step, the per-rank batch that pays off

@@ -7,7 +7,7 @@ import pandas as pd
 
 from kan.probes.anatomy import RULE
 
-from .plots_anatomy import PREFIX
+from .figure_names import ANATOMY_PREFIX as PREFIX
 from .sections import figure_entries
 
 HEADERS = ["experiment", "model", "world size", "per-rank batch", "step (ms)", "dispatch (ms)", "compute (ms)",

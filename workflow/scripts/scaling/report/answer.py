@@ -14,9 +14,9 @@ import math
 
 import pandas as pd
 
+from ..common.columns import ddp_rows
 from ..common.stats import as_number, known
 from . import operator
-from .series import ddp_rows
 from .run_summary import CARDS, imported_text
 
 # the answer table's headers that a Terms entry explains (the template links them)
@@ -252,8 +252,8 @@ def _sooner_why(rec: dict, ws: int, device: str) -> str | None:
     tf, th = fast.get("time_s") or {}, here.get("time_s") or {}
     text = (f"per step more ranks still pay: {where_text(int(fast['world_size']), device=device)} would finish the "
             f"configured {work['samples']:,} samples × {work['epochs']} epochs in "
-            f"{seconds(tf.get('value'), tf.get('lo'), tf.get('hi'))} against "
-            f"{seconds(th.get('value'), th.get('lo'), th.get('hi'))} here (predicted)")
+            f"{seconds(tf.get('value'))} against {seconds(th.get('value'))} here (predicted from the median step; "
+            f"time outside the steps not counted)")
     if work.get("batch_rule") == "fixed per-rank batch":
         text += (", but at a fixed batch per rank the global batch grows with the ranks: each epoch takes fewer "
                  "optimizer steps at the same rate, and the target takes more epochs")

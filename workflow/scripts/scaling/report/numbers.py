@@ -1,7 +1,8 @@
 """A guideline's cited numbers (its `numbers` mapping in guidelines.json) as small readable tables
 for the report, never as raw JSON.
 
-Scalars go into one two-column table (quantity, value). Mappings with the same keys go into one
+Scalars go into one two-column table (quantity, value); a list of mappings is a table of its own, a
+row per mapping. Mappings with the same keys go into one
 table together, a row per mapping and a column per key: the per-world-size mappings of a guideline
 (efficiency, its CI, placement, ok repeats by world size) become one table with the world sizes as
 columns. Fractions (efficiencies, thresholds of efficiency rules) read as percentages.
@@ -40,7 +41,7 @@ ROW_LABELS = {
     "max_params_fitting_gb": "parameters that fit (by GB)",
 }
 FRACTION_KEYS = ("efficiency", "relative_to_best")
-FRACTION_SCALARS = ("threshold", "efficiency_threshold")
+FRACTION_SCALARS = ("threshold", "efficiency_threshold", "decision_level")
 
 
 def label(key: str) -> str:
@@ -86,11 +87,21 @@ def value_text(v, key: str = "") -> str:
     return str(v)
 
 
+def _is_records(v) -> bool:
+    """A list of mappings (the held-out points, the other placements of a time-to-target answer)."""
+    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
 def numbers_tables(numbers: dict | None) -> list[dict]:
     """[{'headers': [...], 'rows': [[...], ...]}] of one guideline's numbers."""
     numbers = numbers or {}
-    scalars = [[label(k), value_text(v, k)] for k, v in numbers.items() if not isinstance(v, dict)]
+    records = {k: v for k, v in numbers.items() if _is_records(v)}
+    scalars = [[label(k), value_text(v, k)] for k, v in numbers.items() if not isinstance(v, dict) and k not in records]
     out = [{"headers": ["quantity", "value"], "rows": scalars}] if scalars else []
+    for k, v in records.items():  # a row per item: joined into one cell they made a line 9,000 px long
+        keys = list(dict.fromkeys(c for item in v for c in item))
+        out.append({"headers": [label(k)] + [label(c) for c in keys],
+                    "rows": [[str(i + 1)] + [value_text(item.get(c), c) for c in keys] for i, item in enumerate(v)]})
     groups: dict[tuple, list[tuple[str, dict]]] = {}
     for k, v in numbers.items():
         if isinstance(v, dict) and v:
@@ -100,5 +111,13 @@ def numbers_tables(numbers: dict | None) -> list[dict]:
         head = next((h for sfx, h in BY.items() if first.endswith(sfx)), "")
         rows = [[label(k)] + [value_text(v[c], k) for c in keys] for k, v in members]
         out.append({"headers": [head] + [label(c) if not c.isdigit() else c for c in keys], "rows": rows})
+    level = numbers.get("decision_level")
+    if isinstance(level, float) and 0 < level < 1 and round(level, 3) != 0.95:
+        # the intervals a decision rests on are at its level (a Bonferroni share of 95% when several
+        # world sizes decide): the guideline's text says 98.3% CI, so its table must too
+        ci = f"{100 * level:.1f}% CI"
+        for t in out:
+            t["headers"] = [h.replace("95% CI", ci) for h in t["headers"]]
+            t["rows"] = [[c.replace("95% CI", ci) if j == 0 else c for j, c in enumerate(r)] for r in t["rows"]]
     return out
 

@@ -17,8 +17,9 @@ from matplotlib.ticker import NullFormatter
 
 from ..tables.heldout import EXPERIMENTS, clean_val_curves
 from . import plotkit as kit
+from .figure_names import CRITICAL, HELDOUT_PREFIX
 
-PREFIX = "heldout_"
+PREFIX = HELDOUT_PREFIX
 LABELS = {"val_loss": "held-out loss", "val_accuracy": "held-out accuracy"}
 
 
@@ -131,7 +132,6 @@ def plot_accuracy(tables: dict, folder: Path) -> dict:
     return out
 
 
-CRITICAL = "critical_batch"
 
 
 def plot_critical_batch(critical: dict | None, folder: Path) -> dict:

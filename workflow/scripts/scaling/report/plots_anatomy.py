@@ -11,8 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import plotkit as kit
+from .figure_names import ANATOMY_PREFIX
 
-PREFIX = "anatomy_"
+PREFIX = ANATOMY_PREFIX
 COLORS = {"dispatch": "tab:orange", "compute": "tab:blue", "communication": "tab:red"}
 
 

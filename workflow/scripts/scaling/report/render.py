@@ -30,7 +30,8 @@ from . import operator
 from .anatomy_section import anatomy_context
 from .answer import answer_context
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
-from .plots_accuracy import CRITICAL, PREFIX
+from .figure_names import CRITICAL
+from .figure_names import HELDOUT_PREFIX as PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, core_table, ddp_model_rows, expectations_context, figure_entries, fit_rows,
                        guideline_groups, looks_context, model_sections, reference_notes, status_summary)
@@ -65,6 +66,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     study = config["study"]
     status = status_summary(tables.get("points"))
     models = model_sections(tables.get("model"))
+    notes = reference_notes(tables, reference)
     return {
         "study": study,
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -97,8 +99,8 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "accuracy": accuracy_context(config, tables, manifest, figures_dir, tuning, critical),
         "readiness": readiness_context(readiness),
         "anatomy": anatomy_context(tables.get("anatomy"), manifest, figures_dir),
-        "baseline_note": PAPER_BASELINE,
-        "reference_notes": reference_notes(tables, reference),
+        "baseline_note": baseline_note(config, notes),
+        "reference_notes": notes,
         "reference_used": bool(reference),
     }
 
@@ -199,6 +201,14 @@ def accuracy_context(config: dict, tables: dict, manifest: dict, figures_dir, tu
 NOT_IMPORTED = ("launcher", "cpu_threads_per_rank", "gpu_type", "request_gpus", "resources", "timeouts", "network",
                 "limits", "plan", "partial", "rerun_failed")
 NOT_IMPORTED_TRAINING = ("comm_probe_every", "loss_every_steps")
+
+
+def baseline_note(config: dict, notes: dict) -> str:
+    """Which baseline the seed paper's ratios use: only where its numbers are on the page (its points
+    drawn in the strong section, or its own runs imported); elsewhere it explained nothing."""
+    imported = config.get("import")  # absent in the tests' hand-built configs
+    seed_runs = bool(imported) and imported["format"] == "seed-suite"
+    return PAPER_BASELINE if seed_runs or notes.get("strong") else ""
 
 
 def config_text(config: dict) -> str:

@@ -150,7 +150,7 @@ def fit_rows(fits: dict) -> list[list[str]]:
                     sizes = ", ".join(map(str, f.get("world_sizes", [])))
                     result = fit_text(f)
                     if f.get("status") == "fit":
-                        result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} repeats)"
+                        result += f" (RMSE {f['rmse']:.3g} over {f['num_residuals']} runs)"
                         if f.get("ci_reason"):
                             result += f"; {f['ci_reason']}"
                         peak = f.get("peak_world_size_rel")

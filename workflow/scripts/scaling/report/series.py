@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..common.columns import INTRA, SINGLE
+from ..common.columns import INTRA, SINGLE, ddp_rows  # noqa: F401 (figures draw these rows)
 from . import plotkit as kit
 
 REFERENCE_LABEL = "seed paper (A100, pykan)"
@@ -24,20 +24,6 @@ TITLES = {"strong_speedup": "Strong scaling: speedup", "strong_efficiency": "Str
           "ddp_time_to_target": "DDP settings: time to target loss", "ddp_loss_curves": "DDP settings: training loss vs time",
           "heldout_curves": "Time to accuracy: held-out metric vs training time",
           "anatomy": "What bounds a step", "headline": "Step time by world size: measured and predicted"}
-
-
-def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
-    """The DDP rows a figure draws, and the baseline row where it ran without DDP (a study with no DDP
-    point at one rank, e.g. imported runs: tables/experiments.py baselines), so that every line
-    starts from the point its ratios are taken against."""
-    if t is None or t.empty:
-        return pd.DataFrame()
-    if "ddp" not in t:
-        return t
-    keep = t["ddp"].astype(bool)
-    if "is_baseline" in t:
-        keep |= t["is_baseline"].fillna(False).astype(bool)
-    return t[keep]
 
 
 def lines(t: pd.DataFrame, x: str):
