@@ -179,7 +179,7 @@ def test_the_deploy_recommendation_cites_a_dispatch_bound_step_and_nothing_else(
     deploy = {"id": "deploy-kan", "status": "advice", "text": "kan: fastest 4 ranks.", "numbers": {}}
     model_json = {"models": {"kan": {"compute": {"params": {"c0_s": {"value": 0.00201}}}}}}
     (_, g) = cite_bound([bound("dispatch"), dict(deploy)], model_json)
-    assert g["text"].startswith("kan: fastest 4 ranks. What bounds the step: at 1 rank(s) it is dispatch-bound")
+    assert g["text"].startswith("kan: fastest 4 ranks. What bounds the step: at 1 rank it is dispatch-bound")
     assert "2.050 ms fixed of 2.178 ms; the performance model's fitted fixed term c0 is 2.010 ms" in g["text"]
     assert g["numbers"]["step_bound"]["model_c0_ms"] == 2.01
     for other in (bound("compute"), bound("communication"), bound("dispatch", "inconclusive")):

@@ -158,8 +158,8 @@ def test_the_clock_ratio_and_start_enter_the_prediction_from_the_nearest_measure
     assert four["time_to_target_s"] == pytest.approx(0.2 + 15.625 * 1.5 * 0.08, abs=1e-5)
     assert four["band"] == [pytest.approx(0.2 + 15.625 * 1.5 * 0.07, abs=1e-5),
                             pytest.approx(0.2 + 15.625 * 1.5 * 0.09, abs=1e-5)]
-    assert four["clock_ratio"] == pytest.approx(1.5) and four["clock_from"] == "2 rank(s), intra-node"
-    assert "1.50x the median step with a 200 ms start at 2 rank(s), intra-node" in g["text"]
+    assert four["clock_ratio"] == pytest.approx(1.5) and four["clock_from"] == "2 ranks, intra-node"
+    assert "1.50x the median step with a 200 ms start at 2 ranks, intra-node" in g["text"]
 
 
 def test_a_class_never_measured_takes_the_smallest_multi_rank_clock_ratio():
@@ -219,7 +219,7 @@ def test_weak_steps_follow_the_critical_batch_curve_anchored_at_the_largest_meas
     # B_crit 64: f = (1 + 4) / (1 + 2) = 5/3; 256: (1 + 1) / (1 + 0.5) = 4/3
     assert lo == pytest.approx(2400 * 4 / 3 / 256) and hi == pytest.approx(2700 * 5 / 3 / 256)
     assert steps(2)[0] == pytest.approx(2560 / 128)  # the anchor itself
-    assert "anchored at 2 rank(s): 2560 samples at global batch 128" in text
+    assert "anchored at 2 ranks: 2560 samples at global batch 128" in text
     _, lo, hi = weak_steps(reached, {**crit, "ci": [64.0, None]})[0](4)
     assert lo == pytest.approx(2400 / 256)  # no growth: the same samples in fewer steps
     assert "add experiments.batch" in weak_steps(reached, None)

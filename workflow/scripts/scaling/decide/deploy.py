@@ -4,7 +4,7 @@ model's predictions, advice only where the model's held-out error is within repo
 from __future__ import annotations
 
 from ..common.columns import REAL_PLACEMENTS
-from .rules import duration_text, guideline
+from .rules import duration_text, guideline, ranks
 
 
 def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
@@ -29,13 +29,13 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
         w = rec["work"]
         batch = (f"global batch {w['global_batch']}" if w["batch_rule"] == "fixed global batch"
                  else f"per-rank batch {w['batch_per_rank']}")
-        work = f"{w['samples']:,} samples × {w['epochs']} epochs, {batch}"
+        work = f"{w['samples']:,} samples × {w['epochs']} epoch{'s' if w['epochs'] != 1 else ''}, {batch}"
 
         def pick(c):
             t = c["time_s"]
             band = f" [{duration_text(t['lo'])}, {duration_text(t['hi'])}]" if t["lo"] is not None else ""
             extra = ", extrapolated" if c["extrapolated"] else ""
-            return (f"{c['world_size']} rank(s), {c['placement_class']}: {duration_text(t['value'])}{band}, "
+            return (f"{ranks(c['world_size'])}, {c['placement_class']}: {duration_text(t['value'])}{band}, "
                     f"{c['gpu_hours']:.3g} GPU-h, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
                     f"{c['validation']})")
 

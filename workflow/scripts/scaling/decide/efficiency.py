@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from ..common.stats import known
-from .rules import (Decide, ci_text, deciding, guideline, key_of, more_repeats, rests_on, rounded, settle_text, side,
+from .rules import (Decide, ci_text, deciding, guideline, key_of, more_repeats, ranks, rests_on, rounded, settle_text, side,
                     topo)
 
 
@@ -80,7 +80,7 @@ def strong_efficiency(strong: pd.DataFrame, threshold: float, d: Decide) -> list
                     f"(efficiency {listing}){tail}.")
         else:
             text = (f"{model}: no world size above {base_p} keeps strong-scaling efficiency ≥ {threshold:.0%} "
-                    f"({listing}) → for a fixed problem of this size, use {base_p} rank(s) or a larger problem.")
+                    f"({listing}) → for a fixed problem of this size, use {ranks(base_p)} or a larger problem.")
         out.append(rests_on(guideline(gid, "strong", "advice", text, rule, nums), rests))
     return out
 

@@ -154,5 +154,11 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def ranks(n) -> str:
+    """'1 rank', '8 ranks': one notation for a count of ranks in every guideline."""
+    n = int(n)
+    return f"{n} rank" if n == 1 else f"{n} ranks"
+
+
 def duration_text(s: float) -> str:
     return f"{s:,.1f} s" if s < 3600 else f"{s / 3600:,.2f} h"

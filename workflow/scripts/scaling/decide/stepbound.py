@@ -13,7 +13,7 @@ import pandas as pd
 
 from kan.probes.anatomy import CAPTURED_RULE, RULE, UNDECIDED
 
-from .rules import Decide, guideline, key_of, rests_on, topo
+from .rules import Decide, guideline, key_of, ranks, rests_on, topo
 
 FOLLOWS = {
     "dispatch": "more ranks at this global batch cannot make it shorter than its fixed {fixed:.3f} ms; raise the "
@@ -102,7 +102,7 @@ def cite_bound(guidelines: list[dict], model_json: dict | None) -> list[dict]:
         c0 = (((models.get(model) or {}).get("compute") or {}).get("params") or {}).get("c0_s")
         fit = (f"; the performance model's fitted fixed term c0 is {1e3 * c0['value']:.3f} ms" if c0 and
                c0.get("value") is not None else "")
-        g["text"] += (f" What bounds the step: at {n['world_size']} rank(s) it is dispatch-bound ({n['dispatch_ms']:.3f} "
+        g["text"] += (f" What bounds the step: at {ranks(n['world_size'])} it is dispatch-bound ({n['dispatch_ms']:.3f} "
                       f"ms fixed of {n['step_ms']:.3f} ms{fit}): no number of ranks makes a step shorter than that "
                       f"fixed cost, so ranks past the point where the per-sample compute is gone buy nothing; raise the "
                       f"per-rank batch{'' if n.get('captured') else ' or capture the step as a graph on GPUs'} first"

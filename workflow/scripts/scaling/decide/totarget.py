@@ -47,7 +47,7 @@ import pandas as pd
 
 from ..common.columns import REAL_PLACEMENTS
 from ..common.stats import known
-from .rules import guideline, rounded
+from .rules import guideline, ranks, rounded
 
 
 def steps_to_target(reached: pd.DataFrame) -> tuple[float, float, float] | None:
@@ -114,7 +114,7 @@ def predictions(entry: dict, steps, measured: pd.DataFrame, key: str = "predicti
                    "lo": t0 + s_lo * k * lo, "hi": t0 + s_hi * k * hi, "extrapolated": bool(p["extrapolated"]),
                    "loo_error_pct": loo, "measured_s": None, "error_pct": None, "clock_k": k if c else None,
                    "clock_start_s": t0 if c else None,
-                   "clock_from": f"{c['world_size']} rank(s), {c['placement_class']}" if c else None,
+                   "clock_from": f"{ranks(c['world_size'])}, {c['placement_class']}" if c else None,
                    "steps": s}
             m = measured[(measured["world_size"] == row["world_size"]) & (measured["placement_class"] == cls)]
             if len(m):
@@ -170,7 +170,7 @@ def weak_steps(reached: pd.DataFrame, crit: dict | None):
 
     band = f"[{lo:.3g}, {hi:.3g}]" if hi is not None else f"[{lo:.3g}, unbounded]"
     text = (f"steps to the target at N x {b:g} samples from the critical batch's curve (B_crit {bc:.3g} {band}), "
-            f"anchored at {w_a} rank(s): {e:.0f} samples at global batch {b_a:.0f}")
+            f"anchored at {ranks(w_a)}: {e:.0f} samples at global batch {b_a:.0f}")
     return steps, text
 
 
@@ -244,7 +244,7 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
     if sooner:
         r = min(sooner, key=lambda x: x["time_s"])
         text = (f"{head}: {_where(r)} would reach it in {r['time_s']:.4g} s [{r['lo']:.4g}, {r['hi']:.4g}], sooner "
-                f"than the measured soonest {int(best['world_size'])} rank(s) ({t_best:.4g} s){err}.")
+                f"than the measured soonest {ranks(best['world_size'])} ({t_best:.4g} s){err}.")
         return guideline(gid, "time-to-accuracy", "inconclusive", text, rule, nums,
                          f"measure {_where(r)}: a prediction does not replace a measurement", [])
     # slower than the measured soonest and than the model's own prediction there: a bias of the model
@@ -254,9 +254,9 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
     slower = all(r["lo"] > bar for r in beyond)
     nearest = min(beyond, key=lambda r: (r["world_size"], r["time_s"]))
     tail = (f"at {_where(nearest)} {nearest['time_s']:.4g} s [{nearest['lo']:.4g}, {nearest['hi']:.4g}] against "
-            f"{t_best:.4g} s measured at {int(best['world_size'])} rank(s)")
+            f"{t_best:.4g} s measured at {ranks(best['world_size'])}")
     if slower and not unvalidated:
-        text = (f"{head}: past {int(best['world_size'])} rank(s) more ranks make training to this target slower, "
+        text = (f"{head}: past {ranks(best['world_size'])} more ranks make training to this target slower, "
                 f"{tail} (model's held-out error up to {max(loos):.0f}%){err}.")
         return guideline(gid, "time-to-accuracy", "advice", text, rule, nums)
     why = ("the model's communication term for " + ", ".join(sorted({r["placement_class"] for r in unvalidated}))
