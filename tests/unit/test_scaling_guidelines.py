@@ -193,3 +193,11 @@ def test_recommendation_is_inconclusive_while_a_compared_class_is_untested():
 def test_empty_tables():
     gs = compute_guidelines({}, settings(**TH))
     assert gs and all(g["status"] == "not_enough_data" for g in gs)
+
+
+def test_durations_read_in_the_unit_that_fits():
+    from scaling.decide.rules import duration_text, ranks
+    # a tiny study's predicted training read "0.0 s [0.0 s, 0.0 s]"
+    assert duration_text(0.0434) == "43.4 ms" and duration_text(0.0004) == "0.4 ms"
+    assert duration_text(12.34) == "12.3 s" and duration_text(4500) == "1.25 h"
+    assert (ranks(1), ranks(8.0)) == ("1 rank", "8 ranks")
