@@ -118,9 +118,11 @@ def ddp_rows(t: pd.DataFrame | None) -> pd.DataFrame:
     return t[keep]
 
 
-def baseline_name(tables: list) -> str:
+def baseline_name(tables: list, base: float = 1) -> str:
     """How a ratio's baseline reads: "the DDP baseline" or "the baseline (1 rank without DDP)"."""
-    return "the baseline (1 rank without DDP)" if baseline_without_ddp(tables) else "the DDP baseline"
+    if baseline_without_ddp(tables):
+        return f"the baseline ({int(base)} rank{'s' if base > 1 else ''} without DDP)"
+    return "the DDP baseline"
 
 
 def placement_class(nodes, world_size, num_hosts, given=None, on_slurm: bool = True, link_mbit=0.0) -> str:

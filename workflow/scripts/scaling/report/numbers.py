@@ -2,10 +2,11 @@
 for the report, never as raw JSON.
 
 Scalars go into one two-column table (quantity, value); a list of mappings is a table of its own, a
-row per mapping. Mappings with the same keys go into one
-table together, a row per mapping and a column per key: the per-world-size mappings of a guideline
-(efficiency, its CI, placement, ok repeats by world size) become one table with the world sizes as
-columns. Fractions (efficiencies, thresholds of efficiency rules) read as percentages.
+row per mapping. Mappings with the same keys go into one table together, a row per mapping and a
+column per key: the per-world-size mappings of a guideline (efficiency, its CI, placement, ok repeats
+by world size) become one table with the world sizes as columns. Fractions (efficiencies, thresholds
+of efficiency rules, a decision's level) read as percentages; a guideline decided at another level
+than 95% labels its intervals at that level.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ..common.columns import baseline_without_ddp
+from ..common.columns import baseline_name, baseline_without_ddp
 from . import plotkit as kit
 from .reference import comparable, overlay_label, overlay_note
 from .series import (LOSS_LABEL, REF_STYLE, REFERENCE_LABEL, TITLES, ci_title, draw_model, entry, frame,
@@ -20,10 +20,10 @@ def baseline_words(tables: list, base: float) -> tuple[str, str]:
     """('1 DDP rank', 'the DDP baseline') or, where every baseline row ran without DDP (runs imported
     without a one-rank DDP run, tables/experiments.py baselines), ('1 rank without DDP', ...).
     `tables`: the studies' whole strong tables (the figure's own rows are the DDP ones only)."""
-    ranks = f"{int(base)} rank{'s' if base > 1 else ''}"
-    if baseline_without_ddp(tables):
-        return f"{ranks} without DDP", f"the baseline ({ranks} without DDP)"
-    return f"{int(base)} DDP rank{'s' if base > 1 else ''}", "the DDP baseline"
+    against = baseline_name(tables, base)
+    plural = "s" if base > 1 else ""
+    vs = f"{int(base)} rank{plural} without DDP" if baseline_without_ddp(tables) else f"{int(base)} DDP rank{plural}"
+    return vs, against
 
 
 def plot_strong(studies: list[dict], st: kit.Styles, ref: pd.DataFrame | None, folder: Path,
