@@ -223,3 +223,20 @@ def test_the_report_echoes_only_what_describes_imported_runs(seed_config):
     assert config_text(seed_config).startswith("# imported runs: left out are the keys")
     measured = {k: v for k, v in seed_config.items() if k != "import"}
     assert "launcher" in config_echo(measured) and not config_text(measured).startswith("#")
+
+
+def test_an_imported_model_keeps_the_name_its_table_gives(tmp_path, monkeypatch):
+    """The table's model column names the model in every table (tidy_row), not kanscale's own name;
+    two names in one table are one error (a config plans one model)."""
+    from scaling.tables.tidy import tidy_row
+    named = TABLE.replace("hardware", "hardware,model").replace(",H100", ",H100,resnet50")
+    cfg = _table_config(tmp_path, named, monkeypatch)
+    points = plan.build_points(cfg)
+    runs = imports.match(points, imports.read_runs(cfg["import"]), "table")
+    pid, run = next(iter(runs.items()))
+    assert run.model_name == "resnet50"
+    rec = imported_record(points[pid], run, cfg["import"])
+    assert tidy_row(points[pid].to_json(), "ok", rec)["model"] == "resnet50"
+    two = named.replace("1.1,H100,resnet50", "1.1,H100,bert").replace("0.6,H100,resnet50", "0.6,H100,bert")
+    with pytest.raises(plan.ConfigError, match=r"column model: bert, resnet50: one model per table"):
+        imports.read_runs(_table_config(tmp_path, two, monkeypatch, check=False)["import"])

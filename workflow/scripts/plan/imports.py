@@ -39,7 +39,7 @@ TABLE_COLUMNS = (
     ("epochs", "int", False), ("widths", "widths", False), ("epoch", "int0", False), ("step_time_s", "num", False),
     ("epoch_time_s", "num", False), ("samples_per_s", "num", False), ("loss", "num0", False),
     ("peak_memory_gib", "num", False), ("num_params", "int", False), ("hardware", "text", False),
-    ("repeat", "int0", False),
+    ("repeat", "int0", False), ("model", "text", False),
 )
 
 
@@ -70,6 +70,7 @@ class Run:
     hardware: str = ""
     trainable_params: int | None = None  # those DDP all-reduces; None: all of num_params
     repeat: int = 0  # which run of its configuration (the table's repeat column; a point's rep)
+    model_name: str | None = None  # the source's name for the model (the table's model column)
 
     @property
     def grads_bytes(self) -> int | None:
@@ -250,7 +251,8 @@ def read_table(path: Path, hardware: str) -> list[Run]:
             run = runs[name] = Run(name=name, where=where, experiment=v["experiment"], ddp=ddp, nodes=v["nodes"],
                                    gpus_per_node=v["gpus_per_node"], batch_per_rank=v["batch_per_rank"],
                                    samples=v["samples"], epochs=v["epochs"] or 0, widths=v["widths"],
-                                   num_params=v["num_params"], hardware=v["hardware"] or hardware, repeat=repeat)
+                                   num_params=v["num_params"], hardware=v["hardware"] or hardware, repeat=repeat,
+                                   model_name=v["model"])
         elif run.key() != (v["experiment"], ddp, v["nodes"], v["gpus_per_node"], v["batch_per_rank"], v["samples"],
                            repeat):
             raise ConfigError(f"{where}: run {name!r} was described differently in {run.where}")
@@ -261,6 +263,10 @@ def read_table(path: Path, hardware: str) -> list[Run]:
             step = v["epoch_time_s"] / steps
         run.rows.append(Epoch(epoch=epoch, step_s=step, epoch_s=v["epoch_time_s"], loss=v["loss"],
                               peak_gib=v["peak_memory_gib"]))
+    names = {r.model_name for r in runs.values()}
+    if len(names) > 1:
+        raise ConfigError(f"{path}, column model: {', '.join(sorted(map(str, names)))}: one model per table "
+                          f"(a config plans one model's runs); split the table, one config each")
     for run in runs.values():
         if not run.epochs:
             run.epochs = len(run.rows)
@@ -369,7 +375,8 @@ def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dic
     peaks = [e.peak_gib for e in run.rows if e.peak_gib is not None]
     params = run.num_params
     lacks = [x for x in LACKS if repeats == 1 or x != NO_REPEATS]  # a repeat column gives repeats
-    source = {"kind": "imported", "format": spec["format"], "path": spec["path"], "run": run.name,
+    name = run.model_name or spec.get("model_name") or None
+    source = {"kind": "imported", "format": spec["format"], "path": spec["path"], "run": run.name, "model_name": name,
               "where": run.where, "cited": spec["citation"], "hardware": run.hardware or "not stated",
               "lacks": lacks, "step_time_from": f"median of {steps['n']} epochs' mean steps"
                                                      + (" (epoch 0 left out)" if len(run.rows) > 1 else "")}

@@ -39,7 +39,7 @@ class Settings:
     max_gpus_per_node: int  # largest node the model predicts intra-node placements for
     model_max_mape_pct: float  # a recommendation whose model errs more (LOO MAPE) is inconclusive
     bootstrap_samples: int  # bootstrap resamples of the law fits and the performance model
-    holdout: str | list | None  # world sizes the model predicts without them: "largest", a list, or None (off)
+    holdout: str | list | None  # placements the model predicts without them: "largest", world sizes, "NxG"; None: off
     decision_level: float  # not a config key: the deciding intervals' level, 1 - alpha / looks
     looks: int  # not a config key: the looks that decide (1 with fixed repeats)
 

@@ -71,8 +71,9 @@ def held_out(holdout: dict | None, max_error_pct: float) -> list[dict]:
     """Per model in holdout.json (report.holdout): the points held out, predicted beside measured;
     advice (the model extrapolated to them) when every error is within report.model_max_mape_pct."""
     out = []
-    rule = (f"report.holdout: the performance model fitted without the held-out world sizes predicts their "
-            f"steps (model/holdout.py); advice when every |error| ≤ {max_error_pct:g}% (report.model_max_mape_pct)")
+    rule = (f"report.holdout: the placement model fitted without the held-out placements predicts their "
+            f"steps (model/holdout.py, model/placement.py); advice when every |error| ≤ {max_error_pct:g}% "
+            f"(report.model_max_mape_pct)")
     for model, rows in sorted((holdout or {}).items()):
         done = [r for r in rows if r.get("predicted_step_s") is not None]
         if not done:
@@ -85,13 +86,16 @@ def held_out(holdout: dict | None, max_error_pct: float) -> list[dict]:
             lo, hi = r["interval"] or (None, None)
             band = f" [{lo * 1e3:.1f}, {hi * 1e3:.1f}]" if lo is not None else ""
             inside = "" if lo is None else (", inside it" if lo <= r["measured_step_s"] <= hi else ", outside it")
+            past = f", {r['extrapolated']}" if r.get("extrapolated") else ""
             parts.append(f"{r['experiment']} at {r['world_size']} ranks ({r['nodes']}x{r['gpus_per_node']}): "
                          f"{r['predicted_step_s'] * 1e3:.1f} ms{band} predicted, {r['measured_step_s'] * 1e3:.1f} ms "
-                         f"measured{inside} ({r['error_pct']:+.1f}%)")
-        sizes = sorted({r["world_size"] for r in rows})
+                         f"measured{inside} ({r['error_pct']:+.1f}%{past})")
+        places = sorted({(r["nodes"], r["gpus_per_node"]) for r in rows})
         worst = max(abs(r["error_pct"]) for r in done)
-        text = (f"{model}: fitted without {', '.join(map(str, sizes))} ranks, the performance model predicts their "
-                f"step: " + "; ".join(parts) + f". Interval: {done[0]['interval_from']}.")
+        refused = [f"{r['nodes']}x{r['gpus_per_node']}: {r['reason']}" for r in rows if r.get("predicted_step_s") is None]
+        text = (f"{model}: fitted without {', '.join(f'{n}x{g}' for n, g in places)}, the performance model "
+                f"predicts their step: " + "; ".join(parts) + f". Interval: {done[0]['interval_from']}."
+                + (f" Not predicted: {'; '.join(refused)}." if refused else ""))
         status = "advice" if worst <= max_error_pct else "inconclusive"
         settle = None if status == "advice" else (f"the model misses a held-out point by {worst:.0f}%: measure the "
                                                   f"world sizes between, or a term the model lacks is at work")

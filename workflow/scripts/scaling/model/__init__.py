@@ -6,6 +6,7 @@ validated on held-out world sizes, predicting beyond them (model.json; perf_mode
     predict    the configured work at powers of two per link class, and the recommendation
     linkcheck  the model against the emulated links, whose rate is known; their block in the report
     ddp_model  DDP's own settings predicted from their bytes per step
-    holdout    report.holdout: the model fitted without some world sizes predicts them (holdout.json)
+    placement  a step at N nodes x G GPUs a node: candidate forms, leave-one-placement-out, intervals
+    holdout    report.holdout: fitted without some placements, the placement model predicts them (holdout.json)
     perf_model fit_performance_model: all of the above as model.json
 """

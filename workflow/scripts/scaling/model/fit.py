@@ -184,6 +184,7 @@ def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
     it and predicts the settings from their bytes (model/ddp_model.py)."""
     ok = df[(df["status"] == "ok") & (df["step_time_s"] > 0)].copy()
     ok["family"] = [model_family(m) for m in ok["model"]]
+    ok = _known_sizes(ok)
     ok = _with_unprobed_baselines(ok)
     if defaults_only and "ddp_setting" in ok:
         ok = ok[ok["ddp_setting"].isin([DEFAULT_DDP_SETTING, ""]) | ~ok["ddp"].astype(bool)]
@@ -193,6 +194,18 @@ def training_rows(df: pd.DataFrame, defaults_only: bool = True) -> pd.DataFrame:
                                      col("host_cpus"))
     ok["busy_cores"] = busy_cores(col("device_type"), ok["world_size"] / hosts, col("threads_per_rank"),
                                   col("host_cpus"))
+    return ok
+
+
+def _known_sizes(ok: pd.DataFrame) -> pd.DataFrame:
+    """num_params and grads_bytes where a run did not give them (an imported table without the column):
+    the model's own value from another run, else 0, which drops the terms that scale with them (a
+    column of zeros is not identified). A NaN would match nothing: every DDP row of a model without it
+    would leave the model without a word."""
+    ok = ok.copy()
+    for c in ("num_params", "grads_bytes"):
+        if c in ok:
+            ok[c] = ok[c].fillna(ok.groupby("model")[c].transform("median")).fillna(0.0)
     return ok
 
 

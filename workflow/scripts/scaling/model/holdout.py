@@ -1,46 +1,71 @@
-"""Points held out (report.holdout): the performance model fitted without every point at the held-out
-world sizes, then asked to predict them. Leave-one-world-size-out validation (model/fit.py) does the
-same for every world size to get a MAPE; this names the world sizes a user asks about (usually the
-largest, the one a smaller study would have to extrapolate to) and keeps each prediction with its
-interval beside the measured value.
+"""Points held out (report.holdout): every point at the held-out placements is removed, the model refitted
+on the rest, and each held-out point's step predicted beside its measured one. Leave-one-world-size-out
+validation (model/fit.py) tests the world-size model this way; this names the placements a user asks
+about (usually the largest, the one a smaller study would have to extrapolate to) and predicts them with
+the placement model (model/placement.py: nodes and GPUs a node apart, several forms, intervals that
+hold the spread between the forms the data cannot tell apart).
 
-    holdout.json: {<model name>: [{experiment, world_size, nodes, gpus_per_node, placement,
+report.holdout: "largest" (every placement at the largest world size measured), world sizes (8), or
+placements written NxG ("4x1", "4x2"), mixed as you like.
+
+    holdout.json: {<model name>: [{experiment, nodes, gpus_per_node, world_size, placement, batch_per_rank,
                                    measured_step_s, runs, predicted_step_s, interval, model_interval,
-                                   run_to_run_pct, error_pct, interval_from}]}
+                                   error_pct, extrapolated, forms, run_to_run_pct, interval_from, reason}]}
 
-model_interval: the 2.5 and 97.5 percentiles of the prediction over the bootstrap draws of the
-reduced fit (repeats resampled; a one-run point's step drawn from its epochs' spread: fit.py
-_epoch_draw). It is where the model's mean step lies, not where a measurement falls: two runs of one
-step differ by more than the model's uncertainty (the seed paper's runs: about 1%, against an
-interval of +-0.15%). interval: where the measured value (a mean over `runs` runs) is expected, each
-draw times (1 + s t / sqrt(runs)), s the run-to-run spread and t Student's t with the spread's
-degrees of freedom. s (run_to_run_pct) is pooled over every configuration the reduced fit saw run
-more than once: repeats, or one step (model, placement, per-rank batch, DDP or not) measured by
-several experiments, as the seed paper's strong, weak and comm runs are. Where none ran twice, the
-interval is the model's alone, and interval_from says so.
-error_pct = 100 (predicted - measured) / measured, measured = the mean step over the point's repeats.
+interval: the 95% prediction interval [lo, hi] of the measured step (placement.py's module doc says how);
+model_interval: the plausible forms' own predictions, lowest and highest (the model-form spread);
+forms: the plausible forms, named by their features. predicted_step_s is null where the prediction is
+refused, interval null where nothing bounds it; `reason` says why in both cases. extrapolated: null, or
+a sentence saying past what was measured the placement goes. error_pct = 100 (predicted - measured) /
+measured, measured = the mean step over the point's repeats. A held-out point the analysis could not
+use (a failed run, a DDP run at a width no run without DDP measured) is a row with its reason too.
+run_to_run_pct: the relative spread between runs of one step, pooled over every step the reduced fit
+saw run more than once (repeats, or one step measured by several experiments, as the seed paper's
+strong, weak and comm runs are); it is a floor under the interval.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
 
 from ..common.columns import SINGLE
-from ..common.stats import BOOTSTRAP_SEED
-from .fit import config_means, fit_all, predict_step, resample, training_rows
-from .terms import NotFitted
+from .fit import config_means, fit_all, training_rows
+from .placement import (extrapolation, fit_forms, forward_error, measured_range, plausible, predict, refusal,
+                        rows_of)
+from .terms import compute_time, corun_factor
+
+PLACEMENT = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
+
+
+def held_places(spec, train: pd.DataFrame, planned: pd.DataFrame | None = None) -> list[tuple[int, int]]:
+    """The placements (nodes, GPUs a node) that `report.holdout` names, of those measured (`train`) or
+    planned (`planned`, so that a failed point named is listed with its reason): "largest" = those at
+    the largest world size measured (none when only one world size was), world sizes, "NxG"; None = none."""
+    if spec is None or train.empty:
+        return []
+    places = pd.concat([train, planned]) if planned is not None else train
+    measured = sorted(set(zip(places["nodes"].astype(int), places["gpus_per_node"].astype(int))))
+    items = [spec] if isinstance(spec, str) else list(spec)
+    out: set[tuple[int, int]] = set()
+    for item in items:
+        if item == "largest":
+            ok = sorted(set(train["world_size"].astype(int)))
+            if len(ok) > 1:
+                out |= {(n, g) for n, g in measured if n * g == ok[-1]}
+        elif isinstance(item, str) and PLACEMENT.match(item):
+            n, g = (int(x) for x in PLACEMENT.match(item).groups())
+            out |= {(n, g)} & set(measured)
+        else:
+            out |= {(n, g) for n, g in measured if n * g == int(item)}
+    return sorted(out)
 
 
 def held_sizes(spec, train: pd.DataFrame) -> list[int]:
-    """The world sizes `report.holdout` names: "largest" = the largest measured, a list as given
-    (only those measured), None = none."""
-    if spec is None or train.empty:
-        return []
-    measured = sorted(int(p) for p in train["world_size"].unique())
-    if spec == "largest":
-        return measured[-1:] if len(measured) > 1 else []
-    return [p for p in measured if p in {int(x) for x in spec}]
+    """The world sizes of held_places."""
+    return sorted({n * g for n, g in held_places(spec, train)})
 
 
 # one step, whatever experiment measured it: its runs differ only by run-to-run variation
@@ -60,71 +85,105 @@ def run_to_run(rows: pd.DataFrame) -> tuple[float | None, int, int]:
     return float(np.sqrt(ss / dof)), dof, len(groups)
 
 
-def _interval_from(rows: pd.DataFrame, spread: tuple[float | None, int, int]) -> str:
-    imported = "launcher" in rows and (rows["launcher"] == "imported").any()
-    one_run = "rep" in rows and not (rows["rep"] > 0).any()
-    if imported and one_run:
-        model = "bootstrap of the reduced fit; one run per point, so each step drawn from its epochs' spread"
-    elif imported:
-        model = "bootstrap of the reduced fit over repeats, each imported step also drawn from its epochs' spread"
-    else:
-        model = "bootstrap of the reduced fit over repeats"
-    s, dof, steps = spread
-    if s is None:
-        return f"{model}; no step of the fit ran twice, so the spread between runs is not in it"
-    return (f"{model}, widened by the spread between runs of one step, {100 * s:.1f}% (pooled over {steps} "
-            f"step{'s' if steps != 1 else ''} run more than once, {dof} degrees of freedom)")
+def _compute(fit: dict, fam: str, rows: pd.DataFrame) -> np.ndarray:
+    comp = fit["compute"][fam]
+    return (compute_time(comp, rows["batch_per_rank"].to_numpy(float), rows["num_params"].to_numpy(float))
+            * rows["oversub"].to_numpy(float) * corun_factor(fit.get("corun", {}), rows["busy_cores"].to_numpy(float)))
 
 
-def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int) -> dict:
-    """holdout.json (see the module doc); {} when report.holdout is off or nothing can be held out."""
+def _place_name(n: int, g: int) -> str:
+    return f"{n}x{g}"
+
+
+def _left_out(df: pd.DataFrame, train: pd.DataFrame, places: list[tuple[int, int]]) -> dict[str, list[dict]]:
+    """Rows at the held-out placements that the model could not use, with the reason."""
+    at = pd.Series([(int(n), int(g)) in places for n, g in zip(df["nodes"], df["gpus_per_node"])], index=df.index)
+    used = set(train["point_id"]) if "point_id" in train else set()
+    out: dict[str, list[dict]] = {}
+    for _, r in df[at].iterrows():
+        if r.get("point_id") in used or not bool(r.get("ddp", True)) or int(r["world_size"]) < 2:
+            continue
+        if r["status"] != "ok":
+            why = f"the run is {r['status']}" + (f": {r['reason']}" if isinstance(r.get("reason"), str) else "")
+        elif not r["step_time_s"] > 0:
+            why = "no step time recorded"
+        elif r.get("ddp_setting") not in (None, "", "none") and isinstance(r.get("ddp_setting"), str):
+            why = f"DDP setting {r['ddp_setting']}: the model is fitted to DDP's defaults (model.json's ddp_settings)"
+        else:
+            why = "its compute is unknown: no run without DDP at its per-rank batch and width"
+        out.setdefault(str(r["model"]), []).append({
+            "experiment": r["experiment"], "nodes": int(r["nodes"]), "gpus_per_node": int(r["gpus_per_node"]),
+            "world_size": int(r["world_size"]), "placement": r.get("placement_class"),
+            "batch_per_rank": float(r["batch_per_rank"]), "measured_step_s": None, "runs": 0,
+            "predicted_step_s": None, "interval": None, "model_interval": None, "error_pct": None,
+            "extrapolated": None, "reason": f"left out of the model: {why}"})
+    return out
+
+
+def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int = 0) -> dict:
+    """holdout.json (see the module doc); {} when report.holdout is off or nothing can be held out.
+    `num_boot` is kept for callers: the placement model's intervals come from left-out placements."""
     train = training_rows(df)
     sweep = allreduce[allreduce["world_size"] > 1] if len(allreduce) else allreduce
-    sizes = held_sizes(spec, train)
-    if not sizes:
+    places = held_places(spec, train, df[df["ddp"].astype(bool) & (df["world_size"] > 1)])
+    if not places:
         return {}
-    keep = ~train["world_size"].isin(sizes)
-    kept_sweep = sweep[~sweep["world_size"].isin(sizes)] if len(sweep) else sweep
-    fit = fit_all(train[keep], kept_sweep)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    draws = [fit_all(*resample(train[keep], kept_sweep, rng)) for _ in range(num_boot)]
-    held = train[~keep]
-    conf = config_means(held)
+    at = pd.Series([(int(n), int(g)) in places for n, g in zip(train["nodes"], train["gpus_per_node"])],
+                   index=train.index)
+    held_ws = {n * g for n, g in places}
+    kept_sweep = sweep[~sweep["world_size"].isin(held_ws)] if len(sweep) else sweep
+    kept = train[~at]
+    fit = fit_all(kept, kept_sweep)
+    s, dof, steps = run_to_run(kept)
+    names = ", ".join(_place_name(n, g) for n, g in places)
     out: dict = {}
-    spread = run_to_run(train[keep])
-    interval_from = _interval_from(held, spread)
-    s, dof, _ = spread
-    noise = rng.standard_t(dof, size=num_boot) if s is not None else np.zeros(num_boot)
-    for r in conf.itertuples():
-        if r.placement_class == SINGLE:
-            continue
-
-        def predict(f: dict, r=r) -> float:
-            return float(predict_step(f, r.family, r.placement_class, r.world_size, r.batch_per_rank, r.num_params,
-                                      r.grads_bytes, r.oversub, r.busy_cores)[0])
-
-        row = {"experiment": r.experiment, "world_size": int(r.world_size), "nodes": int(r.nodes),
-               "gpus_per_node": int(r.gpus_per_node), "placement": r.placement_class,
-               "measured_step_s": float(r.step_time_s), "runs": int(r.runs)}
-        try:
-            pred = predict(fit)
-        except NotFitted as e:
-            out.setdefault(r.model, []).append({**row, "predicted_step_s": None, "interval": None,
-                                                "model_interval": None, "error_pct": None,
-                                                "reason": f"without world size {', '.join(map(str, sizes))}: {e}"})
-            continue
-        boot, measured = [], []
-        for d, z in zip(draws, noise):
-            try:
-                b = predict(d)
-            except NotFitted:
+    for model, held in train[at].groupby("model", sort=True):
+        mine = kept[kept["model"] == model]
+        fam = str(held["family"].iloc[0])
+        ddp = mine[mine["ddp"].astype(bool) & (mine["world_size"] > 1)]
+        comp = fit["compute"].get(fam)
+        forms, validated, rows = [], False, None
+        if isinstance(comp, dict) and len(ddp):
+            rows = rows_of(ddp, _compute(fit, fam, ddp))
+            rows.runs_spread, rows.spread_dof = s, dof
+            forms = fit_forms(rows)
+            forms, validated = plausible(forms, len(rows.places())) if forms else ([], False)
+        measured = measured_range(rows if rows is not None else rows_of(ddp, np.zeros(len(ddp))),
+                                  mine["nodes"], mine["gpus_per_node"], mine["batch_per_rank"]) if len(mine) else None
+        for r in config_means(held).itertuples():
+            if r.placement_class == SINGLE:
                 continue
-            boot.append(b)
-            measured.append(b * (1 + (s or 0.0) * z / np.sqrt(r.runs)))
-        pct = lambda x: [float(v) for v in np.percentile(x, [2.5, 97.5])] if len(x) >= 2 else None  # noqa: E731
-        out.setdefault(r.model, []).append({
-            **row, "predicted_step_s": pred, "interval": pct(measured), "model_interval": pct(boot),
-            "run_to_run_pct": None if s is None else 100 * s,
-            "error_pct": 100 * (pred - float(r.step_time_s)) / float(r.step_time_s),
-            "interval_from": interval_from})
+            n, g = int(r.nodes), int(r.gpus_per_node)
+            row = {"experiment": r.experiment, "nodes": n, "gpus_per_node": g, "world_size": int(r.world_size),
+                   "placement": r.placement_class, "batch_per_rank": float(r.batch_per_rank),
+                   "measured_step_s": float(r.step_time_s), "runs": int(r.runs),
+                   "extrapolated": extrapolation(measured, n, g, float(r.batch_per_rank)) if measured else None,
+                   "run_to_run_pct": None if s is None else 100 * s}
+            why = None
+            if not isinstance(comp, dict):
+                why = comp or f"no compute term for {fam}"
+            elif measured is None or rows is None:
+                why = "no DDP placement of this model is left to fit"
+            else:
+                why = refusal(measured, n, g) or (None if forms else
+                                                  "no form of the model is identified by the placements left")
+            if why:
+                out.setdefault(model, []).append({**row, "predicted_step_s": None, "interval": None,
+                                                  "model_interval": None, "error_pct": None, "forms": [],
+                                                  "reason": f"without {names}: {why}"})
+                continue
+            c = float(_compute(fit, fam, pd.DataFrame([r._asdict()]))[0])
+            past = {axis: forward_error(rows, forms, axis, level) for axis, level, top in
+                    (("nodes", n, measured.max_nodes), ("gpus", g, measured.max_gpus)) if level > top}
+            pred = predict(forms, validated, rows, n, g, float(r.oversub), c, past)
+            how = pred.interval_from
+            if s is not None and how:
+                how += f"; spread between runs of one step {100 * s:.1f}% ({steps} steps run more than once)"
+            out.setdefault(model, []).append({
+                **row, "predicted_step_s": pred.step_s, "interval": pred.interval,
+                "model_interval": pred.forms_interval, "forms": pred.forms,
+                "error_pct": 100 * (pred.step_s - float(r.step_time_s)) / float(r.step_time_s),
+                "interval_from": how, "reason": pred.reason})
+    for model, rows_left in _left_out(df, train, places).items():
+        out.setdefault(model, []).extend(rows_left)
     return out

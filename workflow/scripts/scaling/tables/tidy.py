@@ -148,7 +148,9 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "gradient_as_bucket_view": pt.train.gradient_as_bucket_view if pt.allreduce is None else None,
         "nccl_algo": pt.train.nccl_algo if pt.allreduce is None else None,
         "experiment": point["experiment"],
-        "impl": m.get("impl"), "basis": m.get("basis"), "model": model_label(point),
+        "impl": m.get("impl"), "basis": m.get("basis"),
+        # an imported run keeps the name its source gives (import.model_name, a table's model column)
+        "model": ((record or {}).get("source") or {}).get("model_name") or model_label(point),
         "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
         "grid_size": m.get("grid_size"), "spline_order": m.get("spline_order"),
         "nodes": p["nodes"], "gpus_per_node": p["gpus_per_node"], "world_size": world,
