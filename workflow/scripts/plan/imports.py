@@ -292,8 +292,10 @@ def point_key(point) -> tuple:
 def _describe(key: tuple, widths, repeats: bool) -> str:
     exp, ddp, n, g, b, s, rep = key
     w = "x".join(map(str, widths)) if widths else "?"
+    # a weak point's samples grow with its GPUs: the table's samples column is the run's total
+    count = f"{s} samples in all ({s // (n * g)} per GPU)" if exp == "weak" else f"{s} samples"
     return (f"{exp}, {n} node(s) x {g} GPU(s){'' if ddp else ' without DDP'}, batch {b} per rank, "
-            f"{s} samples, widths {w}" + (f", repeat {rep}" if repeats else ""))
+            f"{count}, widths {w}" + (f", repeat {rep}" if repeats else ""))
 
 
 def match(points: dict, runs: list[Run], source: str) -> dict[str, Run]:

@@ -21,7 +21,7 @@ oversubscription of a CPU host's cores (1 on GPUs). The features f_j, one option
                          inter_shared G 2 (N - 1) / N the NIC shared by the node's G ranks, each its own ring
                          flat_ring    2 (p - 1) / p   one flat ring over every rank, bound by the slowest link
                          flat_lin     p - 1           its latency
-A form is a choice per part (nothing, one feature, or a ring's bandwidth and latency together): 80
+A form is a choice per part (nothing, one feature, or a ring's bandwidth and latency together): 79
 forms. Each is fitted by non-negative least squares on the relative residual (a 50 ms and a 2 s step
 weigh alike) over the DDP rows, and kept only where the measured placements identify every theta
 (its design over the distinct placements has full column rank).

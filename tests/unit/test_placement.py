@@ -1,0 +1,46 @@
+"""The placement model (scaling/model/placement.py) on public tables that kanscale did not measure
+(examples/public-tables, cited in its SOURCES.md), imported through the generic table as a user would
+(benchmarks/placement_holdout.py builds the config): held-out placements are predicted with intervals
+that hold what was measured, and every prediction past what was measured says so."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import placement_holdout as bench  # noqa: E402
+from scaling.model.placement import FORMS, _features, design, identified  # noqa: E402
+
+TABLES = ROOT / "examples" / "public-tables"
+
+
+def test_forms_are_distinct_and_each_part_is_optional():
+    assert len(FORMS) == len(set(FORMS)) == 79  # 2 x 4 x 10 choices, less the empty one
+    assert ("ddp",) in FORMS and ("intra_ring", "inter_ring") in FORMS
+
+
+def test_a_form_is_identified_only_where_the_placements_separate_its_terms():
+    N, G = np.array([2.0, 2.0]), np.array([1.0, 2.0])
+    # at N = 2 a fixed inter-node cost and the nodes' ring are the same number: not both
+    assert not identified(design(("inter_step", "inter_ring"), N, G, np.ones(2)))
+    assert identified(design(("ddp", "intra_ring"), N, G, np.ones(2)))
+    f = _features(np.array([4.0]), np.array([2.0]))
+    assert f["inter_ring"][0] == pytest.approx(1.5) and f["flat_ring"][0] == pytest.approx(2 * 7 / 8)
+
+
+@pytest.mark.parametrize("table", ["pollux_t4_bert", "pollux_t4_resnet50", "pollux_t4_resnet18"])
+def test_up_to_three_nodes_predict_the_four_node_placements(table):
+    r = bench.score(TABLES / f"{table}.csv", "<=3 nodes -> 4", [f"4x{g}" for g in (1, 2, 3, 4)], False)
+    assert r["held"] == r["predicted"] == 4
+    assert r["model_mae_pct"] <= 12 and r["coverage_pct"] >= 75 and r["extrapolation_said"] == 4
+    assert r["model_mae_pct"] < r["p-model_mae_pct"]  # the world-size model it replaces
+
+
+@pytest.mark.parametrize("table", ["pollux_t4_bert", "sia_rtx_bert"])
+def test_up_to_two_nodes_bound_three_and_four_and_say_they_extrapolate(table):
+    spec = [f"{n}x{g}" for n in (3, 4) for g in (1, 2, 3, 4, 8)]
+    r = bench.score(TABLES / f"{table}.csv", "<=2 nodes -> 3,4", spec, False)
+    assert r["held"] >= 4 and r["coverage_pct"] >= 75 and r["extrapolation_said"] == r["held"]
