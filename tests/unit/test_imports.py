@@ -240,3 +240,20 @@ def test_an_imported_model_keeps_the_name_its_table_gives(tmp_path, monkeypatch)
     two = named.replace("1.1,H100,resnet50", "1.1,H100,bert").replace("0.6,H100,resnet50", "0.6,H100,bert")
     with pytest.raises(plan.ConfigError, match=r"column model: bert, resnet50: one model per table"):
         imports.read_runs(_table_config(tmp_path, two, monkeypatch, check=False)["import"])
+
+
+def test_a_comm_time_column_is_the_exposed_communication(tmp_path, monkeypatch):
+    """The source's own timing of the step's communication is used as the exposed communication of
+    its DDP runs (the median over the epochs the step comes from), never of a run without DDP."""
+    timed = TABLE.replace("hardware", "hardware,comm_time_s").replace(",H100\nb", ",H100,\nb")
+    timed = timed.replace("1.0,H100\n", "1.0,H100,\n").replace("0.5,H100\n", "0.5,H100,\n")
+    timed = timed.replace("1.1,H100\n", "1.1,H100,0.05\n").replace("0.6,H100\n", "0.6,H100,0.026\n")
+    cfg = _table_config(tmp_path, timed, monkeypatch)
+    points = plan.build_points(cfg)
+    runs = imports.match(points, imports.read_runs(cfg["import"]), "table")
+    by_name = {r.name: (pid, r) for pid, r in runs.items()}
+    pid, run = by_name["b"]
+    rec = record.check(imported_record(points[pid], run, cfg["import"]), pid)
+    assert rec["comm"]["exposed_s"] == pytest.approx(0.026) and rec["comm"]["exposed_pct"] == pytest.approx(20.0)
+    pid, run = by_name["a"]
+    assert imported_record(points[pid], run, cfg["import"])["comm"]["exposed_s"] is None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +40,7 @@ TABLE_COLUMNS = (
     ("epochs", "int", False), ("widths", "widths", False), ("epoch", "int0", False), ("step_time_s", "num", False),
     ("epoch_time_s", "num", False), ("samples_per_s", "num", False), ("loss", "num0", False),
     ("peak_memory_gib", "num", False), ("num_params", "int", False), ("hardware", "text", False),
-    ("repeat", "int0", False), ("model", "text", False),
+    ("repeat", "int0", False), ("model", "text", False), ("comm_time_s", "num0", False),
 )
 
 
@@ -50,6 +51,7 @@ class Epoch:
     epoch_s: float | None  # wall time of the epoch
     loss: float | None  # training loss (the source has no held-out set)
     peak_gib: float | None
+    comm_s: float | None = None  # exposed communication of a step, as the source timed it
 
 
 @dataclass
@@ -262,7 +264,7 @@ def read_table(path: Path, hardware: str) -> list[Run]:
             steps = math.ceil(math.ceil(run.samples / run.world_size) / run.batch_per_rank)
             step = v["epoch_time_s"] / steps
         run.rows.append(Epoch(epoch=epoch, step_s=step, epoch_s=v["epoch_time_s"], loss=v["loss"],
-                              peak_gib=v["peak_memory_gib"]))
+                              peak_gib=v["peak_memory_gib"], comm_s=v["comm_time_s"]))
     names = {r.model_name for r in runs.values()}
     if len(names) > 1:
         raise ConfigError(f"{path}, column model: {', '.join(sorted(map(str, names)))}: one model per table "
@@ -347,6 +349,19 @@ LACKS = ("a held-out set (loss is training loss)", NO_REPEATS, "a no_sync probe 
          "measured apart from the step)", "the step's anatomy")
 
 
+def _source_comm(rows: list[Epoch], step: float, ddp: bool) -> dict:
+    """The record's exposed communication: the source's own timing (column comm_time_s), the median
+    over the epochs the step is taken from, used as the exposed communication of the step (the
+    communication tables and guidelines read it); the performance model still takes a DDP step's cost
+    as its step less the run without DDP, which holds whatever DDP adds."""
+    timed = [e.comm_s for e in rows if e.comm_s is not None]
+    if not timed or not ddp:
+        return {"exposed_s": None, "exposed_pct": None, "method": "not measured: an imported run has no no_sync probe"}
+    exposed = float(statistics.median(timed))
+    return {"exposed_s": exposed, "exposed_pct": 100 * exposed / step,
+            "method": "timed by the source (the table's comm_time_s): exposed communication per step"}
+
+
 def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dict:
     """The record of `point` from its run. From the run's epochs (the first left out of the step times
     when there are more: it carries the device's start-up, as the trainer's warm-up steps do):
@@ -383,6 +398,7 @@ def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dic
               "lacks": lacks, "step_time_from": f"median of {steps['n']} epochs' mean steps"
                                                      + (" (epoch 0 left out)" if len(run.rows) > 1 else "")}
     final = next((e.loss for e in reversed(run.rows) if e.loss is not None), None)
+    comm = _source_comm(rows, step, run.ddp and p > 1)
     return {
         "record_version": record.RECORD_VERSION,
         "point": point.to_json(),
@@ -399,8 +415,7 @@ def imported_record(point: Point, run: Run, spec: dict, repeats: int = 1) -> dic
                    "steps_per_epoch": steps_per_epoch},
         "throughput": {"samples_per_s": b * p / step, "samples_per_s_per_rank": b / step,
                        "samples_per_s_wall": run.samples * len(run.rows) / train_s},
-        "comm": {"exposed_s": None, "exposed_pct": None, "method": "not measured: an imported run has no no_sync probe",
-                 "bytes_per_step": None, "bytes_per_step_source": "not known for an imported run"},
+        "comm": {**comm, "bytes_per_step": None, "bytes_per_step_source": "not known for an imported run"},
         "memory": {"kind": "cuda_max_allocated" if peaks else "not stated",
                    "peak_bytes": int(max(peaks) * 2**30) if peaks else None, "peak_gib": max(peaks) if peaks else None,
                    "grads_bytes": run.grads_bytes, "weights_bytes": 4 * params if params else None},
