@@ -80,3 +80,20 @@ def test_why_sooner_gives_the_model_totals_without_a_model_only_interval():
     # the bootstrap of the model alone was narrower than the runs' spread: the measured totals fell outside it
     assert "147 s against 891 s here (predicted from the median step; time outside the steps not counted)" in text
     assert "[" not in text
+
+
+def test_a_row_decided_by_a_measured_time_does_not_show_the_model_error_as_its_gate():
+    """The realdata answer once gave model error 87% beside "advice" and "advice needs <= 25%": its
+    verdict came from a measured time to the target, which the model's error does not gate."""
+    pick = {"world_size": 1, "placement_class": "single-rank", "time_s": {"value": 1.0}, "step_time_s": {"value": 0.01},
+            "efficiency": {"value": 1.0}, "speedup": {"value": 1.0}, "gpu_hours": 1e-4}
+    model = {"models": {KAN: {"recommendation": {"fastest": pick, "work": {"samples": 100, "epochs": 1}},
+                              "placements": {"intra-node": {"validation": {"loo_mape_pct": 87.0}}}}}}
+    deploy = {"id": f"deploy-{KAN}", "status": "inconclusive", "settle": "LOO MAPE 87% > 25%", "numbers": {}}
+    measured = answer_context({"model": model, "strong": None}, [deploy, soonest(KAN, 0.07, [0.06, 0.08], 2.0,
+                                                                                  [1.5, 2.5])], {"ok": 1, "planned": 1})
+    (row,) = measured["rows"]
+    assert row["verdict"] == "advice" and row["error"] == "– (measured)"
+    predicted = answer_context({"model": model, "strong": None}, [deploy], {"ok": 1, "planned": 1})
+    (row,) = predicted["rows"]
+    assert row["verdict"] == "inconclusive" and row["error"].startswith("87")

@@ -44,3 +44,25 @@ def test_up_to_two_nodes_bound_three_and_four_and_say_they_extrapolate(table):
     spec = [f"{n}x{g}" for n in (3, 4) for g in (1, 2, 3, 4, 8)]
     r = bench.score(TABLES / f"{table}.csv", "<=2 nodes -> 3,4", spec, False)
     assert r["held"] >= 4 and r["coverage_pct"] >= 75 and r["extrapolation_said"] == r["held"]
+
+
+def test_imported_weak_runs_get_predictions_by_placement_and_a_recommendation():
+    """Runs without a no_sync probe and weak scaling only (a public table's kind): model.json places the
+    largest weak run's work with the placement model, each prediction names its placement and how far
+    it extrapolates, and what is too far is refused with the reason."""
+    from scaling_data import settings
+    from scaling.model.perf_model import fit_performance_model
+    from test_holdout import GRID, _no_sweep, placed
+    model = fit_performance_model(placed(GRID), _no_sweep(), settings(bootstrap_samples=5))
+    m = model["models"]["kan-bspline [2,64,1]"]
+    assert "placement model" in m["engine"] and m["work"]["from"].startswith("weak")
+    inter = m["placements"]["inter-node"]
+    assert inter["validation"]["method"].startswith("leave one placement out")
+    assert inter["validation"]["loo_mape_pct"] < 1  # the law is in the family: left-out placements exact
+    rows = {r["placement"]: r for r in inter["predictions"]}
+    assert rows["4x4"]["extrapolation"] is None and rows["8x4"]["extrapolation"].startswith("extrapolates: 8 nodes")
+    lo, hi = rows["8x4"]["step_time_s"]["lo"], rows["8x4"]["step_time_s"]["hi"]
+    assert lo < rows["8x4"]["step_time_s"]["value"] < hi
+    assert all("more than 4x the 4 measured" in r["reason"] for r in inter.get("refused", []))
+    assert m["recommendation"].get("cheapest") is not None
+    assert m["placements"]["single-rank"]["validation"].get("measured")

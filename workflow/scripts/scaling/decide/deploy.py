@@ -11,7 +11,9 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
     """Per model: where to run the configured strong-scaling work, from the performance model."""
     rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
             f"fewest GPU-hours, over the real placement classes; advice only when the model's leave-one-world-size-"
-            f"out MAPE is known and ≤ {max_mape_pct:g}% for every placement class it compares")
+            f"out MAPE (leave one placement out, for the placement model of imported runs) is known and ≤ "
+            f"{max_mape_pct:g}% for every placement class it compares, and the pick's efficiency interval, where the "
+            f"placement model gives one, clears the threshold")
     models = (model_json or {}).get("models") or {}
     if not models:
         reason = (model_json or {}).get("reason", "no performance model was fitted")
@@ -50,7 +52,7 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
         # every class the choice compared, not only the winners': an untested prediction for 8 ranks
         # decides "1 rank is fastest" as much as the 1-rank prediction does
         vals = {cls: e["validation"] for cls, e in m["placements"].items()
-                if e.get("predictions") and cls in REAL_PLACEMENTS}
+                if e.get("predictions") and cls in REAL_PLACEMENTS and not e["validation"].get("measured")}
         bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
         if bad:
             settle = "; ".join(
@@ -58,6 +60,16 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
                               if v.get("loo_mape_pct") is not None else
                               f"{v.get('reason', 'not validated')} — measure three or more world sizes there")
                 for cls, v in bad)
+            out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
+            continue
+        # a prediction interval (the placement model's: model/placement.py) that straddles the threshold
+        # cannot say the pick clears it
+        eff = (fastest or {}).get("efficiency") or {}
+        thr = rec["efficiency_threshold"]
+        if fastest and fastest.get("interval_from") and eff.get("lo") is not None and eff["lo"] < thr:
+            settle = (f"{ranks(fastest['world_size'])} ({fastest.get('placement', fastest['placement_class'])}): "
+                      f"predicted efficiency {eff['value']:.0%} [{eff['lo']:.0%}, {min(eff['hi'], 1.0):.0%}] "
+                      f"straddles {thr:.0%}: measure that placement")
             out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
             continue
         out.append(guideline(gid, "deploy", "advice", text, rule, nums))
@@ -79,7 +91,8 @@ def held_out(holdout: dict | None, max_error_pct: float) -> list[dict]:
         if not done:
             why = "; ".join(sorted({r.get("reason", "") for r in rows}))
             out.append(guideline(f"holdout-{model}", "deploy", "not_enough_data",
-                                 f"{model}: a prediction of the held-out points ({why}).", rule, {"held_out": rows}))
+                                 f"{model}: a prediction of the held-out points ({why}).", rule,
+                                 {"held_out": _shown(rows)}))
             continue
         parts = []
         for r in done:
@@ -99,5 +112,15 @@ def held_out(holdout: dict | None, max_error_pct: float) -> list[dict]:
         status = "advice" if worst <= max_error_pct else "inconclusive"
         settle = None if status == "advice" else (f"the model misses a held-out point by {worst:.0f}%: measure the "
                                                   f"world sizes between, or a term the model lacks is at work")
-        out.append(guideline(f"holdout-{model}", "deploy", status, text, rule, {"held_out": rows}, settle))
+        out.append(guideline(f"holdout-{model}", "deploy", status, text, rule, {"held_out": _shown(rows)}, settle))
     return out
+
+
+# what the guideline's table shows of a holdout.json row: the interval's method is in its text, and the
+# plausible forms (up to 79 names) are counted, not listed (holdout.json keeps them)
+SHOWN = ("experiment", "nodes", "gpus_per_node", "world_size", "measured_step_s", "predicted_step_s", "interval",
+         "error_pct", "extrapolated", "reason")
+
+
+def _shown(rows: list[dict]) -> list[dict]:
+    return [{**{k: r.get(k) for k in SHOWN}, "plausible_forms": len(r.get("forms") or [])} for r in rows]

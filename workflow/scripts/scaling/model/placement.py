@@ -345,7 +345,13 @@ def predict(forms: list[Form], validated: bool, rows: Rows, N: int, G: int, s: f
         how += ("; reaching down to the step without the " + " and ".join(
             "inter-node cost" if a == "nodes" else "cost of sharing a node" for a in unknown)
                 + ", whose growth past the one level measured is unknown")
-    return Prediction(center, [float(max(lo, 0.0)), float(hi)], spread, [_name(f.form) for f in forms], how)
+    # never below compute alone, less the spread between runs of one step where repeats give it: DDP
+    # adds to a step, it does not take away
+    noise = rows.runs_spread or 0.0
+    if lo < compute / (1 + noise):
+        lo = compute / (1 + noise)
+        how += "; not below the compute alone (the step without DDP), less one step's noise"
+    return Prediction(center, [float(lo), float(hi)], spread, [_name(f.form) for f in forms], how)
 
 
 def _part(f: Form, N, G, s, names) -> float:

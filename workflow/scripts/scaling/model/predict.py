@@ -13,6 +13,8 @@ import pandas as pd
 
 from ..common.columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, is_emulated, model_family
 from .fit import DDP_FIXED, predict_step, validate
+from .holdout import run_to_run
+from .placed import Placed, placement_of
 from .terms import NotFitted, busy_cores, corun_factor, oversubscription
 
 
@@ -86,25 +88,38 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
     res["compute"] = {"terms": comp["terms"], "params": {
         t: _param(t, comp["x"][i], [d["compute"][fam]["x"][i] for d in ok_draws], comp["at_bound"][i])
         for i, t in enumerate(comp["terms"])}}
+    weak = work(df, model, "weak")
+    if weak is not None and weak["batch_rule"] != "fixed per-rank batch":
+        weak = None
+    if res["work"] is None and weak is not None:
+        res["work"] = _weak_as_work(df, model, weak)
     w = res["work"]
     if w is None:
-        res["reason"] = "no strong-scaling point of this model: no configured work to predict"
+        res["reason"] = "no strong- or weak-scaling point of this model: no configured work to predict"
         return res
-    max_p = int(mine["world_size"].max())
-    weak = work(df, model, "weak")
-    if weak is not None and weak["batch_rule"] == "fixed per-rank batch":
+    if weak is not None:
         res["weak_work"] = weak
-    else:
-        weak = None
+    max_p = int(mine["world_size"].max())
+    # runs without a no_sync probe (imported): the placement model predicts them (model/placed.py)
+    placed = None
+    if "never_probed" in mine and mine["never_probed"].any():
+        spread = run_to_run(mine)
+        placed = Placed(mine, point, fam, spread[:2])
+        res["engine"] = (f"placement model (model/placement.py): nodes and GPUs a node apart, {len(placed.forms)} "
+                         f"plausible form{'s' if len(placed.forms) != 1 else ''} of the cost beyond compute, "
+                         f"validated by leaving one placement out; the ring terms below are the world-size model's, "
+                         f"kept for comparison")
+        res["plausible_forms"] = [" + ".join(f.form) for f in placed.forms]
     classes = [SINGLE] + sorted(c for c in point["comm"])
     measured = mine.groupby("placement_class")["world_size"].max().to_dict()
     for cls in classes:
         entry: dict = {}
         comm = point["comm"].get(cls) if cls != SINGLE else None
         if cls != SINGLE:
-            if not isinstance(comm, dict):
+            if not isinstance(comm, dict) and placed is None:
                 res["placements"][cls] = {"reason": comm}
                 continue
+        if cls != SINGLE and isinstance(comm, dict):
             cd = [d["comm"][cls] for d in draws if isinstance(d["comm"].get(cls), dict)]
             entry["comm"] = {k: _param(k, comm[k], [d[k] for d in cd], comm["at_bound"].get(k, False))
                              for k in ("alpha_s", "beta_s_per_byte", "exposure")}
@@ -114,7 +129,21 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
             entry["comm"].update(source=comm["source"], exposure_assumed=comm["exposure_assumed"])
             if comm["exposure_assumed"]:
                 entry["comm"]["exposure"]["note"] = f"assumed 1 (no overlap): no {cls} training point measured"
+        if placed is not None and cls != SINGLE:
+            entry["validation"] = placed.validation(cls)
+            gpn = int(mine.loc[mine["nodes"] > 1, "gpus_per_node"].max()) if (mine["nodes"] > 1).any() else 1
+            entry["predictions"], refused = _placed_predictions(placed, cls, w, max_p, factor, max_gpn, gpn)
+            if weak is not None:
+                entry["weak_predictions"] = _placed_predictions(placed, cls, weak, max_p, factor, max_gpn, gpn)[0]
+            if refused:
+                entry["refused"] = refused
+            res["placements"][cls] = entry
+            continue
         entry["validation"] = validate(train, sweep, model, cls)
+        if placed is not None and entry["validation"].get("loo_mape_pct") is None and _plain_run_at(mine, w):
+            # the one-rank step is the run without DDP itself (compute = that step): measured, not modelled
+            entry["validation"] = {"method": "measured: the one-rank run without DDP at this per-rank batch",
+                                   "measured": True, "loo_mape_pct": None}
         entry["predictions"] = _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn,
                                             measured.get(cls, 0), _sharing(mine, cls))
         if weak is not None:  # the weak experiment's step at its per-rank batch (decide/totarget.py)
@@ -123,6 +152,51 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
+
+
+def _plain_run_at(mine: pd.DataFrame, w: dict) -> bool:
+    plain = mine[~mine["ddp"].astype(bool) & (mine["world_size"] == 1)]
+    return bool((plain["batch_per_rank"] == _batch(w, 1)).any())
+
+
+def _weak_as_work(df: pd.DataFrame, model: str, weak: dict) -> dict:
+    """A study with weak scaling only: the work to place is the largest weak run's (its samples, at the
+    weak per-rank batch). At a fixed total and per-rank batch, time = samples / (p b) x step, so the
+    fastest placement is the one of most samples per second, and speedup / p = step(1) / step(p), the
+    weak-scaling efficiency."""
+    s = df[(df["experiment"] == "weak") & (df["model"] == model) & (df["status"] == "ok")]
+    return {**weak, "samples": int(s["samples"].max()) if len(s) else weak["samples"],
+            "from": "weak: the largest weak run's samples at its per-rank batch"}
+
+
+def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> tuple[list[dict], list[dict]]:
+    """_predictions' rows from the placement model, and the placements it refused (with the reason)."""
+    one, _, _ = placed.predict(1, 1, _batch(w, 1))
+    base = float(_total_time(w, 1, one.step_s))
+    rows, refused = [], []
+    for p in grid(max_p, factor, cls, w, max_gpn):
+        where = placement_of(cls, p, max_gpn, gpn)
+        if where is None:
+            continue
+        N, G = where
+        b = _batch(w, p)
+        pred, why, past = placed.predict(N, G, b)
+        if pred is None:
+            refused.append({"world_size": p, "placement": f"{N}x{G}", "reason": why})
+            continue
+        step = pred.step_s
+        lo, hi = pred.interval or (None, None)
+        band = lambda f: {"value": f(step), "lo": None if lo is None else min(f(lo), f(hi)),  # noqa: E731
+                          "hi": None if hi is None else max(f(lo), f(hi))}
+        total = lambda x: float(_total_time(w, p, x))  # noqa: E731
+        rows.append({
+            "world_size": p, "placement_class": cls, "placement": f"{N}x{G}", "batch_per_rank": b,
+            "step_time_s": band(lambda x: x), "samples_per_s": band(lambda x: b * p / x), "time_s": band(total),
+            "speedup": band(lambda x: base / total(x)), "efficiency": band(lambda x: base / total(x) / p),
+            "gpu_hours": p * total(step) / 3600, "extrapolated": past is not None, "extrapolation": past,
+            "interval_from": pred.interval_from or pred.reason, "oversubscription": 1.0, "corun_slowdown": 1.0,
+        })
+    return rows, refused
 
 
 def _sharing(mine: pd.DataFrame, cls: str):
@@ -183,8 +257,13 @@ def _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn, measur
 
 
 def _validation_text(v: dict) -> str:
+    if v.get("measured"):
+        return v["method"]
     if v.get("loo_mape_pct") is not None:
-        return f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
+        how = "leave one placement out" if "placement" in v.get("method", "") else "LOO"
+        return (f"{how} MAPE {v['loo_mape_pct']:.1f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
+                if how == "LOO" else f"{how}: {v['loo_mape_pct']:.1f}% over p = "
+                f"{', '.join(map(str, v['world_sizes_validated']))}")
     return f"not validated: {v.get('reason', 'unknown')}"
 
 

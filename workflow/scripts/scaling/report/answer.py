@@ -329,7 +329,9 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
                              else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work (predicted)"),
                     "cost": cost_text(pick.get("gpu_hours"), device) if same else "–",
                     "bound": _bound_word(_guideline(guidelines, f"step-bound-{model}"), ws),
-                    "error": error_text(mape),
+                    # a time to the target was measured: the model did not decide this row, so its
+                    # error is no gate here (shown in the performance-model section)
+                    "error": "– (measured)" if soon else error_text(mape),
                     "verdict": "advice" if verdict["status"] == "advice" else "inconclusive"},
         })
     return out
@@ -356,7 +358,7 @@ def worst_error(m: dict) -> float | None:
     """The model's largest leave-one-out error over its placement classes: the deploy rule needs every
     class it compares within the limit, so the largest is the one that decides."""
     errs = [as_number(((e or {}).get("validation") or {}).get("loo_mape_pct"))
-            for e in (m.get("placements") or {}).values()]
+            for e in (m.get("placements") or {}).values() if not ((e or {}).get("validation") or {}).get("measured")]
     errs = [e for e in errs if e is not None]
     return max(errs) if errs else None
 

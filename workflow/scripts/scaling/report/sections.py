@@ -178,7 +178,7 @@ def model_sections(model_json: dict | None) -> list[dict]:
     """Per model: its fitted terms, and per placement class the comm terms, validation and predictions."""
     out = []
     for model, m in sorted(((model_json or {}).get("models") or {}).items()):
-        sec = {"model": model, "reason": m.get("reason"), "compute": "", "placements": []}
+        sec = {"model": model, "reason": m.get("reason"), "compute": "", "placements": [], "engine": m.get("engine")}
         if m.get("compute"):
             names = {"c0_s": ("fixed per step", 1e3, " ms"), "per_sample_s": ("per sample", 1e6, " µs"),
                      "per_sample_param_s": ("per sample and parameter", 1e9, " ns")}
@@ -200,22 +200,30 @@ def model_sections(model_json: dict | None) -> list[dict]:
                                                     _param_text("exposure", c["exposure"])]) + bw
                                  + f" (from {c['source']})")
             v = e.get("validation") or {}
-            if v:
-                entry["validation"] = (f"LOO MAPE {v['loo_mape_pct']:.1f}% over p = "
+            by_place = "per_placement" in v  # the placement model's (model/placed.py)
+            if v.get("measured"):
+                entry["validation"] = f"none needed: {v['method']}"
+            elif v:
+                how = "leave one placement out" if by_place else "LOO MAPE"
+                entry["validation"] = (f"{how} {v['loo_mape_pct']:.1f}% over p = "
                                        f"{', '.join(map(str, v['world_sizes_validated']))}" if v.get("loo_mape_pct")
                                        is not None else f"not validated: {v.get('reason', '')}")
                 entry["per_p"] = [f"p = {x['world_size']}: " + (f"{x['error_pct']:+.1f}% (|error| {x['abs_error_pct']:.1f}%, "
                                                                  f"{x['num_points']} point(s))" if "error_pct" in x
                                                                  else x["reason"]) for x in v.get("per_world_size", [])]
+                entry["per_p"] += [f"{x['placement']}: " + (f"{x['error_pct']:+.1f}%" if "error_pct" in x else x["reason"])
+                                   for x in v.get("per_placement", [])]
+            entry["refused"] = [f"{x['world_size']} ranks ({x['placement']}): {x['reason']}" for x in e.get("refused", [])]
             for r in e.get("predictions") or []:
                 entry["rows"].append([
-                    str(r["world_size"]), number_text(r["batch_per_rank"], 1),
+                    f"{r['world_size']} ({r['placement']})" if r.get("placement") else str(r["world_size"]),
+                    number_text(r["batch_per_rank"], 1),
                     band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
                     band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
                     band_text(r["speedup"], lambda x: f"{x:.2f}"),
                     band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
                     band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
-                    "extrapolated" if r["extrapolated"] else "within measured"])
+                    r.get("extrapolation") or ("extrapolated" if r["extrapolated"] else "within measured")])
             sec["placements"].append(entry)
         out.append(sec)
     return out
