@@ -201,3 +201,23 @@ def test_durations_read_in_the_unit_that_fits():
     assert duration_text(0.0434) == "43.4 ms" and duration_text(0.0004) == "0.4 ms"
     assert duration_text(12.34) == "12.3 s" and duration_text(4500) == "1.25 h"
     assert (ranks(1), ranks(8.0)) == ("1 rank", "8 ranks")
+
+
+def test_a_pick_past_what_was_measured_needs_its_interval_to_clear_the_threshold():
+    """The placement model's pick past the measured nodes is advice only when its efficiency interval
+    clears the threshold; inside what was measured, its left-out error gates it as before."""
+    from scaling.decide.deploy import recommendation
+    pick = {"world_size": 32, "placement_class": "inter-node", "placement": "8x4", "gpu_hours": 1.0,
+            "time_s": {"value": 100.0, "lo": 80.0, "hi": 150.0}, "efficiency": {"value": 0.8, "lo": 0.55, "hi": 1.0},
+            "extrapolated": True, "extrapolation": "extrapolates: 8 nodes, past the 4 measured",
+            "validation": "leave one placement out: 5.0% over p = 2, 4"}
+    work = {"samples": 1000, "epochs": 1, "batch_rule": "fixed per-rank batch", "batch_per_rank": 12}
+    model = {"models": {"m": {"work": work, "placements": {"inter-node": {
+        "predictions": [pick], "validation": {"loo_mape_pct": 5.0, "world_sizes_validated": [2, 4]}}},
+        "recommendation": {"efficiency_threshold": 0.75, "work": work, "fastest": pick, "cheapest": pick}}}}
+    (g,) = recommendation(model, 25)
+    assert g["status"] == "inconclusive" and "straddles 75% (extrapolates: 8 nodes" in g["settle"]
+    inside = {**pick, "extrapolated": False, "extrapolation": None}
+    model["models"]["m"]["recommendation"].update(fastest=inside, cheapest=inside)
+    (g,) = recommendation(model, 25)
+    assert g["status"] == "advice"

@@ -12,8 +12,8 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
     rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
             f"fewest GPU-hours, over the real placement classes; advice only when the model's leave-one-world-size-"
             f"out MAPE (leave one placement out, for the placement model of imported runs) is known and ≤ "
-            f"{max_mape_pct:g}% for every placement class it compares, and the pick's efficiency interval, where the "
-            f"placement model gives one, clears the threshold")
+            f"{max_mape_pct:g}% for every placement class it compares, and, for a pick past what was measured, its "
+            f"efficiency interval (the placement model's) clears the threshold")
     models = (model_json or {}).get("models") or {}
     if not models:
         reason = (model_json or {}).get("reason", "no performance model was fitted")
@@ -62,14 +62,14 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
                 for cls, v in bad)
             out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
             continue
-        # a prediction interval (the placement model's: model/placement.py) that straddles the threshold
-        # cannot say the pick clears it
+        # past what was measured, the placement model's prediction interval is all there is: where it
+        # straddles the threshold, it cannot say the pick clears it (inside, the left-out error gates it)
         eff = (fastest or {}).get("efficiency") or {}
         thr = rec["efficiency_threshold"]
-        if fastest and fastest.get("interval_from") and eff.get("lo") is not None and eff["lo"] < thr:
+        if fastest and fastest.get("extrapolation") and eff.get("lo") is not None and eff["lo"] < thr:
             settle = (f"{ranks(fastest['world_size'])} ({fastest.get('placement', fastest['placement_class'])}): "
                       f"predicted efficiency {eff['value']:.0%} [{eff['lo']:.0%}, {min(eff['hi'], 1.0):.0%}] "
-                      f"straddles {thr:.0%}: measure that placement")
+                      f"straddles {thr:.0%} ({fastest['extrapolation']}): measure that placement")
             out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
             continue
         out.append(guideline(gid, "deploy", "advice", text, rule, nums))
