@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 
 from scaling.model.placement import (Measured, Rows, fit_forms, forward_error, plausible, predict,  # noqa: E402
-                                     refusal)
+                                     prefer_for, refusal)
 
 GRID = [(n, g) for n in (1, 2, 3, 4) for g in (1, 2, 4)]
 
@@ -63,7 +63,7 @@ def trial(kind: str, fit_nodes: int, noise: float, rng: np.random.Generator) -> 
             out.append((True, None, 0.0))
             continue
         past = {"nodes": forward_error(rows, forms, "nodes", n)} if n > fit_nodes else {}
-        p = predict(forms, validated, rows, n, g, 1.0, c1, past)
+        p = predict(forms, validated, rows, n, g, 1.0, c1, past, prefer_for(rows, forms, past))
         inside = p.interval is not None and p.interval[0] <= truth <= p.interval[1]
         ratio = p.interval[1] / p.interval[0] if p.interval else math.nan
         out.append((inside, abs(p.step_s / truth - 1) * 100, ratio))

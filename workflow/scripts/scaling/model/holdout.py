@@ -33,8 +33,8 @@ import pandas as pd
 
 from ..common.columns import SINGLE
 from .fit import config_means, fit_all, training_rows
-from .placement import (extrapolation, fit_forms, forward_error, measured_range, plausible, predict, refusal,
-                        rows_of)
+from .placement import (extrapolation, fit_forms, forward_error, measured_range, plausible, predict, prefer_for,
+                        refusal, rows_of)
 from .terms import compute_time, corun_factor
 
 PLACEMENT = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
@@ -175,7 +175,7 @@ def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int = 0) 
             c = float(_compute(fit, fam, pd.DataFrame([r._asdict()]))[0])
             past = {axis: forward_error(rows, forms, axis, level) for axis, level, top in
                     (("nodes", n, measured.max_nodes), ("gpus", g, measured.max_gpus)) if level > top}
-            pred = predict(forms, validated, rows, n, g, float(r.oversub), c, past)
+            pred = predict(forms, validated, rows, n, g, float(r.oversub), c, past, prefer_for(rows, forms, past))
             how = pred.interval_from
             if s is not None and how:
                 how += f"; spread between runs of one step {100 * s:.1f}% ({steps} steps run more than once)"

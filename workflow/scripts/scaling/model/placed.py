@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..common.columns import INTER, INTRA, SINGLE
 from .placement import (Prediction, Rows, extrapolation, fit_forms, forward_error, measured_range, plausible,
-                        predict, refusal, rows_of)
+                        predict, prefer_for, refusal, rows_of)
 from .terms import compute_time, corun_factor
 
 
@@ -62,7 +62,8 @@ class Placed:
         axes = {a: forward_error(self.rows, self.forms, a, level) for a, level, top in
                 (("nodes", N, self.measured.max_nodes), ("gpus", G, self.measured.max_gpus)) if level > top}
         c = float(_compute(self.fit, self.fam, b, self.P)[0])
-        return predict(self.forms, self.validated, self.rows, N, G, 1.0, c, axes), None, past
+        prefer = prefer_for(self.rows, self.forms, axes)
+        return predict(self.forms, self.validated, self.rows, N, G, 1.0, c, axes, prefer), None, past
 
     def validation(self, cls: str) -> dict:
         """Leave one placement out of the whole selection (forms refitted, plausible ones chosen again)

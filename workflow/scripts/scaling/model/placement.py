@@ -34,7 +34,10 @@ the best + 1 point). Where the data cannot tell two forms apart (two nodes measu
 cost at N = 2 is the same number under inter_step, inter_ring, inter_log and inter_lin, which at N = 4
 give 1, 1.5, 2 and 3 times it), both are plausible, and both predictions count.
 
-A prediction is the median over the plausible forms; its 95% interval is the envelope over them of
+A prediction is the median over the plausible forms (past the largest node count or GPUs a node
+measured, over those of them that best predicted that largest level from the levels below it, where
+two levels were measured: validation by extrapolation, for an extrapolation); its 95% interval is
+the envelope over all of them of
 pred_f (1 -+ q_f), q_f = t(0.975, n_f) x score_f x sqrt(1 + 1 / n_f), from the n_f left-out errors
 of form f (a prediction interval from leave-one-out residuals, as jackknife+ is: Barber et al. 2021),
 at least t x the spread between runs of one step where repeats give it. Where no form could be
@@ -269,7 +272,7 @@ def forward_error(rows: Rows, forms: list[Form], axis: str, target: int) -> floa
     log2(target / top) / log2(top / the level below). None where no plausible form can be refitted
     below the top (one level of the axis measured): then its growth is not measured at all."""
     levels = sorted({int(x) for x in _axis(rows, axis)})
-    if len(levels) < 2:
+    if len(levels) < 2 or levels[-2] < 2:  # below the top, the axis's own cost must have been measured
         return None
     top, below = levels[-1], levels[-2]
     lower, at_top = rows.subset(_axis(rows, axis) < top), rows.subset(_axis(rows, axis) == top)
@@ -283,6 +286,38 @@ def forward_error(rows: Rows, forms: list[Form], axis: str, target: int) -> floa
     # the model as it predicts: the median over the forms refitted below, its worst placement at the top
     worst = float(np.max(np.abs(np.log(np.median(preds, axis=0) / at_top.step))))
     return worst * math.log2(target / top) / math.log2(top / below)
+
+
+def forward_choice(rows: Rows, forms: list[Form], axis: str) -> list[bool] | None:
+    """Which forms extrapolated best along `axis` the last time they could: each refitted below the
+    largest level measured and scored on that level (RMS relative error), kept within the plausible
+    rule's margin of the best. A prediction past that level takes its median from these (validation
+    by extrapolation, for an extrapolation); None where no form can be refitted below the top."""
+    levels = sorted({int(x) for x in _axis(rows, axis)})
+    if len(levels) < 2 or levels[-2] < 2:
+        return None
+    top = levels[-1]
+    lower, at_top = rows.subset(_axis(rows, axis) < top), rows.subset(_axis(rows, axis) == top)
+    scores = []
+    for f in forms:
+        theta = _fit(lower, f.form)
+        pred = None if theta is None else at_top.compute + Form(f.form, theta).extra(at_top.N, at_top.G, at_top.s)
+        scores.append(math.inf if pred is None else float(np.sqrt(np.mean((pred / at_top.step - 1) ** 2))))
+    best = min(scores)
+    if not math.isfinite(best):
+        return None
+    cut = max(PLAUSIBLE_FACTOR * best, best + PLAUSIBLE_POINTS)
+    return [x <= cut for x in scores]
+
+
+def prefer_for(rows: Rows, forms: list[Form], axes) -> list[bool] | None:
+    """forward_choice over every axis a target extrapolates along: the forms best on all of them (on
+    any, where none is best on all); None where no axis could be checked."""
+    masks = [m for m in (forward_choice(rows, forms, a) for a in axes) if m is not None]
+    if not masks:
+        return None
+    both = [all(x) for x in zip(*masks)]
+    return both if any(both) else [any(x) for x in zip(*masks)]
 
 
 @dataclass
@@ -300,13 +335,16 @@ def _name(form: tuple[str, ...]) -> str:
 
 
 def predict(forms: list[Form], validated: bool, rows: Rows, N: int, G: int, s: float, compute: float,
-            past: dict[str, float | None] | None = None) -> Prediction:
+            past: dict[str, float | None] | None = None, prefer: list[bool] | None = None) -> Prediction:
     """The median over the plausible forms, and its interval (module doc). `past`: per axis the target
     extrapolates along ("nodes", "gpus"), forward_error's widening, or None where the axis's growth
-    was never measured: then the interval reaches down to the step without that axis's cost."""
+    was never measured: then the interval reaches down to the step without that axis's cost.
+    `prefer`: the forms the median is taken over (forward_choice), where any; the interval still holds
+    every plausible form."""
     past = past or {}
     preds = np.array([compute + float(f.extra(N, G, s)[0]) for f in forms])
-    center = float(np.median(preds))
+    chosen = preds[np.asarray(prefer, bool)] if prefer is not None and any(prefer) else preds
+    center = float(np.median(chosen))
     spread = [float(preds.min()), float(preds.max())]
     widen = sum(v for v in past.values() if v)
     unknown = [a for a, v in past.items() if v is None]
