@@ -5,6 +5,12 @@
 # what it can on the CPU, says clearly what it skipped, and exits 0.
 #
 #   bash benchmarks/device_check.sh [OUT_DIR] [--quick]
+#   REHEARSE=1 bash benchmarks/device_check.sh DIR     the rehearsal, on any machine (see below)
+#
+# REHEARSE=1: the same steps, --quick, with every Python it starts held to the GPU machine's image
+# (benchmarks/rehearse/sitecustomize.py: a package the image lacks fails to import, as it would there,
+# where nothing can be installed); every test file the GPU run would run must collect. Run it before
+# spending device time (tests/e2e/test_device_check.py does).
 #
 # OUT_DIR defaults to $OUT (the device tool's output folder) or results/device-check. --quick
 # shortens every step (used by the CPU test of this script). Parts, most wanted first:
@@ -34,6 +40,8 @@ for a in "$@"; do
     *) OUT_DIR=$a ;;
   esac
 done
+REHEARSE=${REHEARSE:-0}
+[ "$REHEARSE" = 1 ] && QUICK=1
 mkdir -p "$OUT_DIR"
 RES="$OUT_DIR/device_check.md"
 PY=python3
@@ -41,6 +49,11 @@ PY=python3
 # no install on the device machine (nothing can be fetched there): its python3 finds the project's
 # packages (kan/ and workflow/scripts/*, what pyproject.toml installs elsewhere) through PYTHONPATH
 export PYTHONPATH="$PWD:$PWD/workflow/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# the rehearsal's import guard goes first: it is what every Python of the check imports on start-up
+[ "$REHEARSE" = 1 ] && export PYTHONPATH="$PWD/benchmarks/rehearse:$PYTHONPATH"
+# the test files the GPU run runs (part 2): the rehearsal collects every one of them
+GPU_TESTS=(tests/unit/test_layers.py tests/unit/test_bases.py tests/unit/test_train_cli.py tests/unit/test_graphs.py
+           tests/unit/test_anatomy.py)
 T0=$(date +%s)
 BUDGET_S=${BUDGET_S:-470}
 
@@ -62,7 +75,8 @@ run() {  # run a step under the time left, keep its output (fenced) in the resul
 
 : > "$RES"
 say "# kanscale device check"
-say "date $(date -u +%FT%TZ), host $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty)'), quick=$QUICK"
+say "date $(date -u +%FT%TZ), host $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty)'), quick=$QUICK, rehearse=$REHEARSE"
+[ "$REHEARSE" = 1 ] && say "rehearsal: imports held to the GPU machine's image (benchmarks/gpu-image-packages.txt)"
 
 section "1. machine"
 CUDA=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
@@ -90,12 +104,14 @@ if [ "$CUDA" != 1 ]; then
 fi
 
 section "2. tests"
+if [ "$REHEARSE" = 1 ]; then  # what the GPU run's pytest would collect, under the image's packages
+  run "collect (the GPU run's test files)" "$PY" -m pytest --collect-only -q -p no:cacheprovider "${GPU_TESTS[@]}"
+fi
 if "$PY" -c 'import pytest' 2>/dev/null && [ "$CUDA" != 1 ] && [ $QUICK = 1 ]; then
   # no GPU and --quick (the CPU test of this script): the layer tests are the unit suite's own, run there
   run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_train_cli.py
 elif "$PY" -c 'import pytest' 2>/dev/null; then
-  run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_layers.py tests/unit/test_bases.py \
-    tests/unit/test_train_cli.py tests/unit/test_graphs.py tests/unit/test_anatomy.py
+  run tests "$PY" -m pytest -q -p no:cacheprovider -rs "${GPU_TESTS[@]}"
 else
   say "skipped: pytest is not importable by $PY"
 fi
@@ -158,5 +174,14 @@ else:
 EOF
 
 section "done"
+# at most 8 files come back from the device machine: the points' records, attempts and logs travel as one
+# archive (device_check.md, the JSON summaries and runs.tar.gz stay beside it)
+RUNS=()
+for d in points ddp attempts logs; do [ -d "$OUT_DIR/$d" ] && RUNS+=("$d"); done
+if [ ${#RUNS[@]} -gt 0 ] && tar -czf "$OUT_DIR/runs.tar.gz" -C "$OUT_DIR" "${RUNS[@]}"; then
+  (cd "$OUT_DIR" && rm -rf "${RUNS[@]}")
+  say "runs: ${RUNS[*]} packed into runs.tar.gz"
+fi
+say "files: $(find "$OUT_DIR" -type f | wc -l) in $OUT_DIR"
 say "total $(( $(date +%s) - T0 )) s; results in $RES"
 exit 0

@@ -4,6 +4,7 @@ writes one results file; a step with no time left in its budget is skipped and n
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,32 @@ def test_device_check_skips_what_its_budget_cannot_hold(tmp_path):
     text = (tmp_path / "device_check.md").read_text()
     assert re.search(r"ddp settings on cpu: skipped, out of time \(-?\d+ s of 25 s left\)", text), text[-2000:]
     assert "## done" in text and "| eager | missing:" in text
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the rehearsal is for a machine without the GPU")
+def test_the_rehearsal_runs_every_step_under_the_gpu_images_packages(tmp_path):
+    """REHEARSE=1: every Python the check starts imports only what the GPU machine's image has; every
+    test file of the GPU run collects; the GPU steps are skipped by name; at most 8 files come back."""
+    r = subprocess.run(["bash", str(ROOT / "benchmarks" / "device_check.sh"), str(tmp_path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "REHEARSE": "1"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    text = (tmp_path / "device_check.md").read_text()
+    assert "rehearse=1" in text and "imports held to the GPU machine's image" in text
+    assert "collect (the GPU run's test files): exit 0" in text and "tests: exit 0" in text, text[-3000:]
+    assert "No module named" not in text, text[-3000:]
+    assert "paper point captured: skipped, a CUDA graph needs a CUDA device" in text
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) <= 8 and (tmp_path / "runs.tar.gz").is_file(), files
+
+
+def test_the_guard_refuses_what_the_image_lacks():
+    """The rehearsal's guard itself: jsonschema (the planner's, absent from the image) is refused with
+    the list named; the repository's code and the image's packages import."""
+    guard = ROOT / "benchmarks" / "rehearse"
+    code = ("import numpy, yaml, kan.contract.point\n"
+            "try:\n    import jsonschema\nexcept ModuleNotFoundError as e:\n    print('refused', e)\n")
+    env = {**os.environ, "PYTHONPATH": f"{guard}:{ROOT}:{ROOT / 'workflow' / 'scripts'}"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "refused No module named 'jsonschema' on the GPU machine" in r.stdout
+    assert "benchmarks/gpu-image-packages.txt" in r.stdout

@@ -4,6 +4,7 @@ operator; kanscale's own KAN and the MLPs plan (they pass on every path, so they
 your own factories are checked in the factory check's child process, so user code that exits there
 is one error naming the model being checked."""
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,39 @@ def test_a_factory_that_needs_cuda_is_checked_on_meta_with_cuda_turned_into_meta
     (r,) = seen
     assert r["pass"] is True, r  # its .cuda() and device="cuda" ran on meta
     assert not [w for w in plan.config_warnings(cfg) if "CUDA-graph capture" in w]
+
+
+# a CPU study: training.cuda_graphs is refused there, at plan time (these lived in test_graphs.py,
+# which the GPU check runs on a machine without jsonschema: the planner's tests stay here)
+CFG = {"study": "g", "device": "cpu", "repeats": 1, "model": {"widths": [2, 16, 1], "grid_size": 5},
+       "training": {"epochs": 1, "warmup_steps": 2, "max_steps": 12},
+       "experiments": {"strong": {"samples": 2048, "batch_per_rank": 64,
+                                  "topologies": [{"nodes": 1, "gpus_per_node": 1}]},
+                       "allreduce": {"enabled": False}}}
+
+
+def test_a_cpu_study_with_cuda_graphs_is_refused_at_plan_time_naming_the_key():
+    cfg = copy.deepcopy(CFG)
+    cfg["training"]["cuda_graphs"] = True
+    with pytest.raises(plan.ConfigError) as e:
+        plan.validate_config(copy.deepcopy(cfg), source="s.yaml")
+    msg = str(e.value)
+    assert msg.startswith("s.yaml: training.cuda_graphs: true ") and "device cpu" in msg and "allowed: false" in msg
+    cfg["device"] = "auto"  # may find GPUs: the point decides when it runs
+    pts = plan.build_points(plan.validate_config(copy.deepcopy(cfg)))
+    assert all(p.train.cuda_graphs for p in pts.values() if p.experiment == "strong")
+    # at its default the key leaves every id as it was
+    plain = plan.build_points(plan.validate_config({**copy.deepcopy(CFG), "device": "auto"}))
+    assert set(pts).isdisjoint(plain) and all("cuda_graphs" not in p.train.measured() for p in plain.values())
+
+
+def test_the_ddp_experiments_graph_list_is_refused_on_cpu_too():
+    cfg = copy.deepcopy(CFG)
+    cfg["experiments"]["ddp"] = {"samples": 4096, "batch_per_rank": 64, "topology": {"nodes": 1, "gpus_per_node": 2},
+                                 "cuda_graphs": [False, True]}
+    with pytest.raises(plan.ConfigError, match=r"^s\.yaml: experiments\.ddp\.cuda_graphs\[1\]: true "):
+        plan.validate_config(copy.deepcopy(cfg), source="s.yaml")
+    cfg["device"] = "cuda"
+    labels = sorted(p.train.ddp_label for p in plan.build_points(plan.validate_config(cfg)).values()
+                    if p.experiment == "ddp")
+    assert labels == ["none", "none graphs"]
