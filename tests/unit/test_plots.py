@@ -88,3 +88,14 @@ def test_limits_cut_only_very_wide_intervals():
     assert 2.5 <= top < 50 and plotkit.mark_cut(ax, [1], [50.0], top, "k")
     assert not plotkit.mark_cut(ax, [1], [2.0], top, "k")
     plt.close(fig)
+
+
+def test_a_model_named_by_its_source_is_not_compared_with_the_paper():
+    """An imported table's model column ("resnet50") has no KAN widths: the weak figures once failed
+    with a TypeError there ('NoneType' object is not iterable); now the overlay says why it is off."""
+    import pandas as pd
+    from scaling.report.reference import comparable
+    t = pd.DataFrame({"model": ["resnet50"] * 2, "world_size": [1, 2], "samples": [100, 200], "n_ok": [1, 1],
+                      "grid_size": [None, None]})
+    out = comparable("weak", t)
+    assert not out["comparable"] and any(w.startswith("models resnet50 (paper: KAN widths") for w in out["why_not"])

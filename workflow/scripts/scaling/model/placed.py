@@ -49,6 +49,15 @@ class Placed:
         self.rows.runs_spread, self.rows.spread_dof = spread
         self.forms, self.validated = _select(self.rows) if len(self.rows.step) else ([], False)
         self.measured = measured_range(self.rows, mine["nodes"], mine["gpus_per_node"], mine["batch_per_rank"])
+        # the measured steps: (nodes, GPUs a node, per-rank batch) -> the runs' steps (a DDP run, or the
+        # one-rank run without DDP, which is the baseline the one-rank prediction stands for)
+        ok = mine[mine["ddp"].astype(bool) | (mine["world_size"] == 1)]
+        self.steps = {(int(n), int(g), float(b)): grp["step_time_s"].to_numpy(float) for (n, g, b), grp in
+                      ok.groupby(["nodes", "gpus_per_node", "batch_per_rank"])}
+
+    def measured_step(self, N: int, G: int, b: float) -> np.ndarray | None:
+        """The measured steps at exactly this placement and per-rank batch, or None."""
+        return self.steps.get((int(N), int(G), float(b)))
 
     def predict(self, N: int, G: int, b: float) -> tuple[Prediction | None, str | None, str | None]:
         """(prediction, refusal reason, extrapolation sentence) of a step at N x G with per-rank batch b."""

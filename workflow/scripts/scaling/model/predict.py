@@ -159,6 +159,16 @@ def _plain_run_at(mine: pd.DataFrame, w: dict) -> bool:
     return bool((plain["batch_per_rank"] == _batch(w, 1)).any())
 
 
+def _measured_band(steps: np.ndarray) -> tuple[float, float | None, float | None]:
+    """The mean step of a placement's runs and its 95% interval (Student's t; none from one run)."""
+    from scipy.stats import t as student_t
+    mean = float(np.mean(steps))
+    if len(steps) < 2:
+        return mean, None, None
+    half = float(student_t.ppf(0.975, len(steps) - 1) * np.std(steps, ddof=1) / np.sqrt(len(steps)))
+    return mean, mean - half, mean + half
+
+
 def _weak_as_work(df: pd.DataFrame, model: str, weak: dict) -> dict:
     """A study with weak scaling only: the work to place is the largest weak run's (its samples, at the
     weak per-rank batch). At a fixed total and per-rank batch, time = samples / (p b) x step, so the
@@ -171,8 +181,9 @@ def _weak_as_work(df: pd.DataFrame, model: str, weak: dict) -> dict:
 
 def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> tuple[list[dict], list[dict]]:
     """_predictions' rows from the placement model, and the placements it refused (with the reason)."""
-    one, _, _ = placed.predict(1, 1, _batch(w, 1))
-    base = float(_total_time(w, 1, one.step_s))
+    seen = placed.measured_step(1, 1, _batch(w, 1))
+    one = float(np.mean(seen)) if seen is not None else placed.predict(1, 1, _batch(w, 1))[0].step_s
+    base = float(_total_time(w, 1, one))
     rows, refused = [], []
     for p in grid(max_p, factor, cls, w, max_gpn):
         where = placement_of(cls, p, max_gpn, gpn)
@@ -180,12 +191,16 @@ def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> 
             continue
         N, G = where
         b = _batch(w, p)
-        pred, why, past = placed.predict(N, G, b)
-        if pred is None:
-            refused.append({"world_size": p, "placement": f"{N}x{G}", "reason": why})
-            continue
-        step = pred.step_s
-        lo, hi = pred.interval or (None, None)
+        seen = placed.measured_step(N, G, b)
+        if seen is not None:  # measured here: the measurement, not the model, with its runs' interval
+            step, lo, hi = _measured_band(seen)
+            past, how = None, f"measured: the mean of {len(seen)} run{'s' if len(seen) != 1 else ''} at {N}x{G}"
+        else:
+            pred, why, past = placed.predict(N, G, b)
+            if pred is None:
+                refused.append({"world_size": p, "placement": f"{N}x{G}", "reason": why})
+                continue
+            step, (lo, hi), how = pred.step_s, pred.interval or (None, None), pred.interval_from or pred.reason
         band = lambda f: {"value": f(step), "lo": None if lo is None else min(f(lo), f(hi)),  # noqa: E731
                           "hi": None if hi is None else max(f(lo), f(hi))}
         total = lambda x: float(_total_time(w, p, x))  # noqa: E731
@@ -194,7 +209,7 @@ def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> 
             "step_time_s": band(lambda x: x), "samples_per_s": band(lambda x: b * p / x), "time_s": band(total),
             "speedup": band(lambda x: base / total(x)), "efficiency": band(lambda x: base / total(x) / p),
             "gpu_hours": p * total(step) / 3600, "extrapolated": past is not None, "extrapolation": past,
-            "interval_from": pred.interval_from or pred.reason, "oversubscription": 1.0, "corun_slowdown": 1.0,
+            "measured": seen is not None, "interval_from": how, "oversubscription": 1.0, "corun_slowdown": 1.0,
         })
     return rows, refused
 

@@ -312,7 +312,8 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
             claim = (f"it reaches {soon['target']} soonest there, in {soon['time']} of training"
                      + (f"; {', '.join(soon['others'])}" if soon["others"] else ""))
         else:
-            claim = (f"predicted {seconds(t.get('value'), t.get('lo'), t.get('hi'))} for "
+            claim = (f"{'from its measured step' if pick.get('measured') else 'predicted'} "
+                     f"{seconds(t.get('value'), t.get('lo'), t.get('hi'))} for "
                      f"{work['samples']:,} samples × {work['epochs']} epoch{'s' if work['epochs'] != 1 else ''}, "
                      f"{seconds(step.get('value'), step.get('lo'), step.get('hi'))} a step")
         same = not soon or ws == int(pick["world_size"])
@@ -326,7 +327,8 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
                     "efficiency": (interval(eff.get("value"), eff.get("lo"), eff.get("hi"), 100, "%", floor=0.0)
                                    if same else "–") if ws > 1 else "100% (baseline)",
                     "time": (f"{soon['time']} to {soon['target']} (measured)" if soon
-                             else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work (predicted)"),
+                             else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work "
+                             + ("(its measured step)" if pick.get("measured") else "(predicted)")),
                     "cost": cost_text(pick.get("gpu_hours"), device) if same else "–",
                     "bound": _bound_word(_guideline(guidelines, f"step-bound-{model}"), ws),
                     # a time to the target was measured: the model did not decide this row, so its

@@ -47,7 +47,10 @@ def comparable(experiment: str, table: pd.DataFrame | None) -> dict:
         return {"comparable": False, "why_not": ["no measured point"], "differs": []}
     why = []
     widths = {widths_of(m) for m in t["model"]}
-    if not widths <= spec["widths"]:
+    if None in widths:  # a model named by its source (an imported table's model column): not a KAN's widths
+        why.append("models " + ", ".join(sorted({str(m) for m in t["model"] if widths_of(m) is None}))
+                   + " (paper: KAN widths " + ", ".join(str(list(w)) for w in sorted(spec["widths"])) + ")")
+    elif not widths <= spec["widths"]:
         why.append("widths " + ", ".join(str(list(w)) for w in sorted(widths, key=str)) + " (paper: "
                    + ", ".join(str(list(w)) for w in sorted(spec["widths"])) + ")")
     grids = set(t["grid_size"].dropna().astype(int)) if "grid_size" in t else set()

@@ -4,6 +4,8 @@ comparison with other studies, the expectations and the looks."""
 
 from __future__ import annotations
 
+import math
+
 import base64
 from pathlib import Path
 
@@ -162,15 +164,24 @@ def fit_rows(fits: dict) -> list[list[str]]:
     return rows
 
 
+def _sig3(x: float) -> str:
+    """x x 1000 (s -> ms; GB/s passed / 1000) to 3 significant digits, never in e-notation."""
+    v = 1e3 * x
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str:
     if prm.get("at_bound"):
         return f"{name} at its lower bound 0"
-    if prm.get("ci_lo") is not None:
+    lo, hi = prm.get("ci_lo"), prm.get("ci_hi")
+    if lo is not None and math.isclose(lo, hi, rel_tol=1e-9, abs_tol=1e-300):
+        lo = None  # every draw gave the same value (one run per point): an interval of zero width says nothing
+    if lo is not None:
         # to the first digit of the interval's width; an end within float noise of 0 reads 0
         lo = 0.0 if abs(prm["ci_lo"]) < 1e-9 * max(abs(prm["ci_hi"]), 1e-300) else prm["ci_lo"]
         txt = f"{name} = {interval(prm['value'], lo, prm['ci_hi'], scale, unit.strip() and ' ' + unit.strip())}"
     else:
-        txt = f"{name} = {prm['value'] * scale:.3g}{unit}"
+        txt = f"{name} = {_sig3(prm['value'] * scale / 1e3)}{unit}"
     return txt + (f" ({prm['note']})" if prm.get("note") else "")
 
 
@@ -192,7 +203,9 @@ def model_sections(model_json: dict | None) -> list[dict]:
             if e.get("comm"):
                 c = e["comm"]
                 beta = c["beta_s_per_byte"]
-                bw = f"; 1/β = {1 / beta['value'] / 1e9:.3g} GB/s" if beta["value"] > 0 else ""
+                # 1/β only where it reads as a link's bandwidth (a β near its bound 0 gives 1e14 GB/s)
+                gbps = 1 / beta["value"] / 1e9 if beta["value"] > 0 else math.inf
+                bw = f"; 1/β = {_sig3(gbps / 1e3)} GB/s" if 1e-3 < gbps < 1e4 else ""
                 # d: the per-step DDP cost of a model never probed (imported runs; model/fit.py)
                 fixed = [_param_text("DDP per step d", c["ddp_fixed_s"], 1e3, " ms")] if "ddp_fixed_s" in c else []
                 entry["comm"] = (", ".join(fixed + [_param_text("α", c["alpha_s"], 1e6, " µs"),
@@ -218,7 +231,7 @@ def model_sections(model_json: dict | None) -> list[dict]:
                 entry["rows"].append([
                     f"{r['world_size']} ({r['placement']})" if r.get("placement") else str(r["world_size"]),
                     number_text(r["batch_per_rank"], 1),
-                    band_text(r["step_time_s"], lambda x: f"{1e3 * x:.3g}"),
+                    band_text(r["step_time_s"], _sig3),
                     band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
                     band_text(r["speedup"], lambda x: f"{x:.2f}"),
                     band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
