@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scaling.common.columns import clean, clean_allreduce
-from scaling.model.fit import DDP_FIXED, fit_all, training_rows
+from scaling.model.fit import training_rows
 from scaling.model.holdout import held_places, held_sizes, holdout
 from scaling.tables.tidy import ALLREDUCE_COLUMNS
 from scaling_data import frame, row
