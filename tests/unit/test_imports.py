@@ -257,3 +257,7 @@ def test_a_comm_time_column_is_the_exposed_communication(tmp_path, monkeypatch):
     assert rec["comm"]["exposed_s"] == pytest.approx(0.026) and rec["comm"]["exposed_pct"] == pytest.approx(20.0)
     pid, run = by_name["a"]
     assert imported_record(points[pid], run, cfg["import"])["comm"]["exposed_s"] is None
+    longer = timed.replace("0.6,H100,0.026", "0.6,H100,0.5")
+    with pytest.raises(plan.ConfigError, match=r"my runs.csv, row 5, column comm_time_s: 0.5 is not at most the "
+                                               r"row's step \(0.13 s\)"):
+        imports.read_runs(_table_config(tmp_path, longer, monkeypatch, check=False)["import"])

@@ -263,6 +263,9 @@ def read_table(path: Path, hardware: str) -> list[Run]:
         if step is None:  # an epoch's mean step from its wall time: steps = ceil(ceil(samples / p) / b)
             steps = math.ceil(math.ceil(run.samples / run.world_size) / run.batch_per_rank)
             step = v["epoch_time_s"] / steps
+        if v["comm_time_s"] is not None and v["comm_time_s"] > step:
+            raise _bad(where, "comm_time_s", v["comm_time_s"], f"at most the row's step ({step:g} s): the "
+                       f"communication a step waits on is part of it")
         run.rows.append(Epoch(epoch=epoch, step_s=step, epoch_s=v["epoch_time_s"], loss=v["loss"],
                               peak_gib=v["peak_memory_gib"], comm_s=v["comm_time_s"]))
     names = {r.model_name for r in runs.values()}

@@ -33,9 +33,8 @@ import pandas as pd
 
 from ..common.columns import SINGLE
 from .fit import config_means, fit_all, training_rows
-from .placement import (extrapolation, fit_forms, forward_error, measured_range, plausible, predict, prefer_for,
-                        refusal, rows_of)
-from .terms import compute_time, corun_factor
+from .placed import Placed
+from .placement import extrapolation
 
 PLACEMENT = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
 
@@ -83,12 +82,6 @@ def run_to_run(rows: pd.DataFrame) -> tuple[float | None, int, int]:
         return None, 0, 0
     ss = sum(float(((x / x.mean() - 1) ** 2).sum()) for x in groups)
     return float(np.sqrt(ss / dof)), dof, len(groups)
-
-
-def _compute(fit: dict, fam: str, rows: pd.DataFrame) -> np.ndarray:
-    comp = fit["compute"][fam]
-    return (compute_time(comp, rows["batch_per_rank"].to_numpy(float), rows["num_params"].to_numpy(float))
-            * rows["oversub"].to_numpy(float) * corun_factor(fit.get("corun", {}), rows["busy_cores"].to_numpy(float)))
 
 
 def _place_name(n: int, g: int) -> str:
@@ -140,42 +133,28 @@ def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int = 0) 
     for model, held in train[at].groupby("model", sort=True):
         mine = kept[kept["model"] == model]
         fam = str(held["family"].iloc[0])
-        ddp = mine[mine["ddp"].astype(bool) & (mine["world_size"] > 1)]
         comp = fit["compute"].get(fam)
-        forms, validated, rows = [], False, None
-        if isinstance(comp, dict) and len(ddp):
-            rows = rows_of(ddp, _compute(fit, fam, ddp))
-            rows.runs_spread, rows.spread_dof = s, dof
-            forms = fit_forms(rows)
-            forms, validated = plausible(forms, len(rows.places())) if forms else ([], False)
-        measured = measured_range(rows if rows is not None else rows_of(ddp, np.zeros(len(ddp))),
-                                  mine["nodes"], mine["gpus_per_node"], mine["batch_per_rank"]) if len(mine) else None
+        placed = Placed(mine, fit, fam, (s, dof)) if isinstance(comp, dict) and len(mine) else None
         for r in config_means(held).itertuples():
             if r.placement_class == SINGLE:
                 continue
-            n, g = int(r.nodes), int(r.gpus_per_node)
+            n, g, b = int(r.nodes), int(r.gpus_per_node), float(r.batch_per_rank)
             row = {"experiment": r.experiment, "nodes": n, "gpus_per_node": g, "world_size": int(r.world_size),
-                   "placement": r.placement_class, "batch_per_rank": float(r.batch_per_rank),
+                   "placement": r.placement_class, "batch_per_rank": b,
                    "measured_step_s": float(r.step_time_s), "runs": int(r.runs),
-                   "extrapolated": extrapolation(measured, n, g, float(r.batch_per_rank)) if measured else None,
+                   "extrapolated": extrapolation(placed.measured, n, g, b) if placed else None,
                    "run_to_run_pct": None if s is None else 100 * s}
-            why = None
             if not isinstance(comp, dict):
-                why = comp or f"no compute term for {fam}"
-            elif measured is None or rows is None:
-                why = "no DDP placement of this model is left to fit"
+                pred, why = None, comp or f"no compute term for {fam}"
+            elif placed is None:
+                pred, why = None, "no run of this model is left to fit"
             else:
-                why = refusal(measured, n, g) or (None if forms else
-                                                  "no form of the model is identified by the placements left")
-            if why:
+                pred, why, _ = placed.predict(n, g, b, float(r.oversub), float(r.busy_cores), float(r.num_params))
+            if pred is None:
                 out.setdefault(model, []).append({**row, "predicted_step_s": None, "interval": None,
                                                   "model_interval": None, "error_pct": None, "forms": [],
                                                   "reason": f"without {names}: {why}"})
                 continue
-            c = float(_compute(fit, fam, pd.DataFrame([r._asdict()]))[0])
-            past = {axis: forward_error(rows, forms, axis, level) for axis, level, top in
-                    (("nodes", n, measured.max_nodes), ("gpus", g, measured.max_gpus)) if level > top}
-            pred = predict(forms, validated, rows, n, g, float(r.oversub), c, past, prefer_for(rows, forms, past))
             how = pred.interval_from
             if s is not None and how:
                 how += f"; spread between runs of one step {100 * s:.1f}% ({steps} steps run more than once)"

@@ -59,20 +59,22 @@ class Placed:
         """The measured steps at exactly this placement and per-rank batch, or None."""
         return self.steps.get((int(N), int(G), float(b)))
 
-    def predict(self, N: int, G: int, b: float) -> tuple[Prediction | None, str | None, str | None]:
-        """(prediction, refusal reason, extrapolation sentence) of a step at N x G with per-rank batch b."""
+    def predict(self, N: int, G: int, b: float, oversub: float = 1.0, busy: float = math.nan,
+                P: float | None = None) -> tuple[Prediction | None, str | None, str | None]:
+        """(prediction, refusal reason, extrapolation sentence) of a step at N x G with per-rank batch b
+        (`oversub`, `busy`: CPU ranks sharing a host's cores, model/terms.py; P: the parameters, else
+        the model's)."""
         past = extrapolation(self.measured, N, G, b)
+        c = float(_compute(self.fit, self.fam, b, self.P if P is None else P, oversub, busy)[0])
         if N * G == 1:
-            step = float(_compute(self.fit, self.fam, b, self.P)[0])
-            return Prediction(step, None, [step, step], [], "compute only (one rank, no DDP)"), None, past
+            return Prediction(c, None, [c, c], [], "compute only (one rank, no DDP)"), None, past
         why = refusal(self.measured, N, G) or (None if self.forms else "no form is identified by the placements measured")
         if why:
             return None, why, past
         axes = {a: forward_error(self.rows, self.forms, a, level) for a, level, top in
                 (("nodes", N, self.measured.max_nodes), ("gpus", G, self.measured.max_gpus)) if level > top}
-        c = float(_compute(self.fit, self.fam, b, self.P)[0])
         prefer = prefer_for(self.rows, self.forms, axes)
-        return predict(self.forms, self.validated, self.rows, N, G, 1.0, c, axes, prefer), None, past
+        return predict(self.forms, self.validated, self.rows, N, G, oversub, c, axes, prefer), None, past
 
     def validation(self, cls: str) -> dict:
         """Leave one placement out of the whole selection (forms refitted, plausible ones chosen again)

@@ -246,8 +246,6 @@ def refusal(m: Measured, N: int, G: int) -> str | None:
     if m.max_nodes > 1 and N > NODES_LIMIT * m.max_nodes:
         return (f"{N} nodes is more than {NODES_LIMIT}x the {m.max_nodes} measured (placement.NODES_LIMIT): "
                 f"measure a larger placement first")
-    if m.multi_node and m.max_nodes == 1 and N > 1:
-        return "no placement on more than one node was measured: the inter-node cost is unknown"
     if G > GPUS_LIMIT * m.max_gpus:
         return (f"{G} GPUs a node is more than {GPUS_LIMIT}x the {m.max_gpus} measured (placement.GPUS_LIMIT): "
                 f"measure a fuller node first")

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student_t
 
 from ..common.columns import INTER, INTRA, REAL_PLACEMENTS, SIMULATED, SINGLE, is_emulated, model_family
 from .fit import DDP_FIXED, predict_step, validate
@@ -161,7 +162,6 @@ def _plain_run_at(mine: pd.DataFrame, w: dict) -> bool:
 
 def _measured_band(steps: np.ndarray) -> tuple[float, float | None, float | None]:
     """The mean step of a placement's runs and its 95% interval (Student's t; none from one run)."""
-    from scipy.stats import t as student_t
     mean = float(np.mean(steps))
     if len(steps) < 2:
         return mean, None, None
@@ -275,10 +275,8 @@ def _validation_text(v: dict) -> str:
     if v.get("measured"):
         return v["method"]
     if v.get("loo_mape_pct") is not None:
-        how = "leave one placement out" if "placement" in v.get("method", "") else "LOO"
-        return (f"{how} MAPE {v['loo_mape_pct']:.1f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
-                if how == "LOO" else f"{how}: {v['loo_mape_pct']:.1f}% over p = "
-                f"{', '.join(map(str, v['world_sizes_validated']))}")
+        how = "leave one placement out:" if "placement" in v.get("method", "") else "LOO MAPE"
+        return f"{how} {v['loo_mape_pct']:.1f}% over p = {', '.join(map(str, v['world_sizes_validated']))}"
     return f"not validated: {v.get('reason', 'unknown')}"
 
 
