@@ -323,7 +323,7 @@ class Point:
             if s % steps_per_epoch < full_per_epoch and not (k and s % k == k - 1):
                 return  # the first timed synchronised step
         raise PointError("training.warmup_steps",
-                         f"no timed step would remain: {total} steps in all ({t.epochs} epoch(s) x {steps_per_epoch}"
+                         f"no timed step would remain: {total} steps in all ({t.epochs} epoch{'' if t.epochs == 1 else 's'} x {steps_per_epoch}"
                          f" steps{f', max_steps {t.max_steps}' if t.max_steps else ''}) and the first "
                          f"{t.warmup_steps} are warm-up; give more samples or epochs, or fewer warm-up steps")
 

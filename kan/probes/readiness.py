@@ -56,6 +56,11 @@ FIX = {
 }
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 buffer', '2 buffers' (the report lists these details as they are)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _max_diff_across_ranks(t: torch.Tensor) -> float:
     """max |t - rank 0's t| over every rank (0.0: equal everywhere); a collective: every rank calls it."""
     x = t.detach().to(torch.float64)
@@ -84,7 +89,7 @@ def unused_parameters(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) 
     probe.zero_grad(set_to_none=True)
     F.mse_loss(probe(x), y).backward()
     unused = [n for n, p in probe.named_parameters() if p.requires_grad and p.grad is None]
-    detail = (f"{len(unused)} parameter(s) get no gradient: {_names(unused)}" if unused
+    detail = (f"{_count(len(unused), 'parameter')} get no gradient: {_names(unused)}" if unused
               else f"every one of the {sum(1 for p in probe.parameters() if p.requires_grad)} trainable "
                    f"parameters gets a gradient")
     return {"check": "unused_parameters", "pass": not unused, "detail": detail, "fix": FIX["unused_parameters"],
@@ -160,16 +165,16 @@ def run(point: Point, device: torch.device, rank: int) -> dict:
     changed = [n for n, b in model.named_buffers() if n in before and not torch.equal(b.detach(), before[n])]
     drift = [n for n, b in model.named_buffers() if _max_diff_across_ranks(b) > 0]
     if drift:
-        buf = {"pass": False, "detail": f"after {steps} steps {len(drift)} buffer(s) differ between the ranks: "
+        buf = {"pass": False, "detail": f"after {steps} steps {_count(len(drift), 'buffer')} differ between the ranks: "
                                         f"{_names(drift)} (changed by training: {_names(changed) or 'none'})"}
     else:
         n = sum(1 for _ in model.buffers())
-        buf = {"pass": True, "detail": f"{n} buffer(s), {len(changed)} changed by training ({_names(changed) or 'none'}); "
+        buf = {"pass": True, "detail": f"{_count(n, 'buffer')}, {len(changed)} changed by training ({_names(changed) or 'none'}); "
                                        f"equal on every rank after {steps} steps"}
     checks.append({"check": "buffers_in_sync", **buf, "fix": FIX["buffers_in_sync"], "names": drift})
     differ = [n for n, p in model.named_parameters() if _max_diff_across_ranks(p) > 0]
     checks.append({"check": "replicas_identical", "pass": not differ, "fix": FIX["replicas_identical"], "names": differ,
-                   "detail": (f"after {steps} steps {len(differ)} parameter(s) differ between the ranks: {_names(differ)}"
+                   "detail": (f"after {steps} steps {_count(len(differ), 'parameter')} differ between the ranks: {_names(differ)}"
                               if differ else f"every parameter equal on every rank after {steps} steps"
                               + (" (with find_unused_parameters=True)" if unused else ""))})
     order = ("unused_parameters", "buffers_in_sync", "replicas_identical", "device_placement", capture.CHECK)

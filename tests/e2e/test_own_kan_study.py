@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import workflow_runs
 from model_names import stray_names
+from report_noise import findings
 from workflow_runs import copy_workflow
 
 pytestmark = pytest.mark.e2e
@@ -62,6 +63,7 @@ def test_kanscale_a_file_factory_inkan_and_a_broken_module_side_by_side_with_rea
     assert bad["unused_parameters"]["pass"] is False and "forgotten" in bad["unused_parameters"]["detail"]
     assert bad["buffers_in_sync"]["pass"] is False and "grid" in bad["buffers_in_sync"]["detail"]
     html = (work / "reports/own/report.html").read_text()
+    assert not findings(html, gpu=False), "\n".join(findings(html, gpu=False)[:20])  # CPU ranks: no GPU-hours
     section = html[html.index('<section id="readiness">'):]
     section = section[:section.index("</section>")]
     for name in good:

@@ -6,6 +6,7 @@ said not to be communication."""
 import json
 
 import pytest
+from report_noise import findings
 from workflow_runs import copy_workflow, job_counts, snakemake
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +44,8 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     assert expect["the paper's 74.7% efficiency at 8 GPUs"]["rows"][0]["value"] > 0.747
 
     html = (work / "reports" / STUDY / "report.html").read_text()
+    # no e-notation, zero-width interval, negative share or "(s)" plural (A100 runs: GPU-hours are right)
+    assert not findings(html, gpu=True), "\n".join(findings(html, gpu=True)[:20])
     answer = html[html.index('<section id="answer"'):html.index("</section>", html.index('<section id="answer"'))]
     assert "runs were imported from workflow/report/reference/seed-paper-a100-runs" in answer
     assert "not communication" in answer and "global batch grows with the ranks" in answer

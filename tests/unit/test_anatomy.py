@@ -165,7 +165,7 @@ def test_the_step_bound_guideline_is_advice_only_when_the_repeats_agree():
     (g,) = step_bound(anatomy_table(_measurements(rows([2.0, 0.05, 2.2]))), Decide(2, 0.95))
     assert g["status"] == "inconclusive" and "2 of 3" in g["text"] and g["settle_points"][0]["key"]["model"] == "kan"
     (g,) = step_bound(anatomy_table(_measurements(rows([2.0]))), Decide(2, 0.95))  # one repeat of the two needed
-    assert g["status"] == "inconclusive" and g["settle"] == "run 1 more repeat(s) of 1x1"
+    assert g["status"] == "inconclusive" and g["settle"] == "run 1 more repeat of 1x1"
     assert step_bound(None, Decide(2, 0.95)) == [] and step_bound(anatomy_table(_measurements([])), Decide(2, 0.95)) == []
 
 

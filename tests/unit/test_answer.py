@@ -2,7 +2,8 @@
 one placement notation, and with a held-out target the verdicts a deployment is decided by (where each
 model reaches the target soonest, and the KAN against its baseline) instead of the rule texts."""
 
-from scaling.report.answer import answer_context, comparison, cost_text, interval, seconds, to_target, where_text
+from scaling.common.fmt import cost, interval, seconds
+from scaling.report.answer import answer_context, comparison, to_target, where_text
 
 TARGET = "val_loss ≤ 0.09236"
 KAN, MLP = "kan-bspline [30,8,2] on t", "mlp_matched [30,8,2] on t"
@@ -28,7 +29,7 @@ def test_intervals_keep_the_digits_their_width_supports_and_two_of_their_own():
 def test_one_placement_notation_and_the_cost_in_its_units():
     assert where_text(1, 1, 1, "GPU") == "1 GPU" and where_text(8, 2, 4, "GPU") == "2 nodes x 4 GPUs"
     assert where_text(2, 1, 2, "CPU") == "1 node x 2 CPU ranks" and where_text(4, device="GPU") == "4 GPUs"
-    assert cost_text(2.5, "GPU") == "2.5 GPU-hours" and cost_text(1e-5, "CPU") == "0.036 rank-seconds"
+    assert cost(2.5, "GPU") == "2.5 GPU-hours" and cost(1e-5, "CPU") == "0.000010 rank-hours"
 
 
 def test_the_time_to_target_verdict_in_plain_words():
@@ -57,7 +58,7 @@ def test_the_kan_against_its_baseline_comes_first_and_rule_texts_stay_in_their_s
 
 
 def test_model_error_keeps_two_digits_below_ten_percent():
-    from scaling.report.answer import error_text
+    from scaling.common.fmt import error_text
     assert [error_text(x) for x in (0.49, 3.14159, 12.4, None)] == ["0.49%", "3.1%", "12%", "not validated"]
 
 

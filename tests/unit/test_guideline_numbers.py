@@ -16,7 +16,7 @@ def test_a_list_of_mappings_is_a_table_with_a_row_each():
     (scalars, points) = numbers_tables({"efficiency_threshold": 0.75, "held_out": held})
     assert scalars["rows"] == [["efficiency threshold", "75.0%"]]
     assert points["headers"] == ["held out", "world size (ranks)", "placement", "measured step s", "interval", "runs"]
-    assert points["rows"] == [["1", "8", "inter-node", "0.148", "[0.145, 0.15]", "–"],
+    assert points["rows"] == [["1", "8", "inter-node", "0.148", "[0.145, 0.150]", "–"],
                               ["2", "8", "inter-node", "0.146", "–", "3"]]
 
 

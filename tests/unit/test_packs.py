@@ -184,7 +184,7 @@ def test_queue_wait_counted_once_a_job_apart_from_run_time():
     assert q["run_total_s"] == 22.0
     assert q["makespan_s"] == 18 * 60 + 20 - 1000.0
     words = queue.text(q)
-    assert "2 Slurm allocation(s) for 4 points (3 packed" in words and "queue wait 1 min 10 s in all" in words
+    assert "2 Slurm allocations for 4 points (3 packed" in words and "queue wait 1 min 10 s in all" in words
     assert queue.summary(rows[rows["slurm_job_id"].isna()]) is None and queue.text(None) == ""
 
 

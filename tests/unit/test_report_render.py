@@ -55,9 +55,10 @@ def test_answer_first(html):
     assert "Why: at 4 ranks a step keeps only 60% [" in li[0][1] and "Not advice yet:" in li[0][1]
     # one answer table, one row per model, its numbers rounded to their intervals
     t = re.search(r'<table id="answer-table">(.*?)</table>', a, re.S).group(1)
-    assert t.count("<tr>") == 2 and "1.632 [1.623, 1.644]×" in t and "rank-seconds" in t
+    assert t.count("<tr>") == 2 and "1.632 [1.623, 1.644]×" in t and "rank-hours" in t and "e-0" not in t
     # no float noise: an interval never prints more digits than its width supports
-    assert not re.search(r"\d\.\d{4,}", a)
+    # (a cost of 0.0062 rank-hours is two significant digits: leading zeros are not noise)
+    assert not re.search(r"\d\.0*[1-9]\d{3,}", a)
     # expectation verdicts and what the study cannot answer yet, in one short list without tables
     assert "1 pass" in a and "1 fail" in a and "1 inconclusive" in a and "1 not measured" in a
     assert "guidelines this study cannot give yet, and what each needs" in a and "<table" not in a.split("not-decided")[1]
@@ -89,7 +90,7 @@ def test_tables_show_their_core_columns_first(html):
         full = sec.split('<details class="all-columns">')[1]
         assert f'id="table-{sid}"' in full and f"results/handbuilt/{sid}.csv" in full
         assert full.split(f'id="table-{sid}"')[1].split("</tr>")[0].count("<th>") > core.count("<th>")
-    assert "<th>efficiency vs DDP base</th>" in re.search(r'id="core-strong">(.*?)</table>', html, re.S).group(1)
+    assert "<th>efficiency vs DDP base [95% CI]</th>" in re.search(r'id="core-strong">(.*?)</table>', html, re.S).group(1)
 
 
 def test_baseline_ratio_is_exact(html):

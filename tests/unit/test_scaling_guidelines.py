@@ -172,8 +172,10 @@ def test_deployment_recommendation_from_the_model():
     model = fit_performance_model(clean(df), clean_allreduce(sweep), th)
     (g,) = by_prefix(compute_guidelines(compute_tables(df, th), th, model), "deploy")
     assert g["id"] == "deploy-kan-bspline [2,64,1]" and g["status"] == "advice"
-    assert "fastest with predicted efficiency ≥ 75%" in g["text"] and "fewest GPU-hours" in g["text"]
-    assert "GPU-h" in g["text"] and "model error: LOO MAPE" in g["text"]
+    assert "fastest with predicted efficiency ≥ 75%" in g["text"] and "lowest cost" in g["text"]
+    # the study ran on CPUs: its cost is rank-hours, never GPU-hours, and never in e-notation
+    assert "rank-hours" in g["text"] and "GPU-h" not in g["text"] and "e-0" not in g["text"]
+    assert "model error: LOO MAPE" in g["text"]
     # a model whose held-out error exceeds the limit gives no advice
     th = settings(**{**TH, "model_max_mape_pct": 0.001})
     (g,) = by_prefix(compute_guidelines(compute_tables(df, th), th, model), "deploy")
@@ -196,10 +198,11 @@ def test_empty_tables():
 
 
 def test_durations_read_in_the_unit_that_fits():
-    from scaling.decide.rules import duration_text, ranks
+    from scaling.common.fmt import seconds
+    from scaling.decide.rules import ranks
     # a tiny study's predicted training read "0.0 s [0.0 s, 0.0 s]"
-    assert duration_text(0.0434) == "43.4 ms" and duration_text(0.0004) == "0.4 ms"
-    assert duration_text(12.34) == "12.3 s" and duration_text(4500) == "1.25 h"
+    assert seconds(0.0434) == "43.4 ms" and seconds(0.0004) == "0.400 ms"
+    assert seconds(12.34) == "12.3 s" and seconds(4500) == "1.25 h"
     assert (ranks(1), ranks(8.0)) == ("1 rank", "8 ranks")
 
 

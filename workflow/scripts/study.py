@@ -167,7 +167,7 @@ def allocation_lines(cfg: dict, points: dict, todo: list[str], source: str) -> l
     out = [f"allocations (resources.pack: at most {pack['max_points']} points and {pack['max_runtime_min']} min "
            f"each): {len(packs)} for the {len(todo)} jobs still to run, against {len(todo)} with one job per point"]
     for name, ps in sorted(shapes.items()):
-        out.append(f"  {name}: {len(ps)} allocation(s), {sum(len(p['points']) for p in ps)} points, "
+        out.append(f"  {name}: {len(ps)} allocation{'s' if len(ps) != 1 else ''}, {sum(len(p['points']) for p in ps)} points, "
                    f"time limit up to {max(p['runtime_min'] for p in ps)} min")
     return out
 
@@ -205,7 +205,7 @@ def cmd_plan(args) -> int:
         first = [r for r in rows if points[r["point"]].rep < rp.min]
         print(f"adaptive repeats: the figures above count every point at repeats.max = {rp.max}; the {len(first)} jobs "
               f"at repeats.min = {rp.min} run for sure, at most {plan_summary.hours_words(first, gpus)}; "
-              f"{rp.num_looks - 1} look(s) add only what an undecided guideline needs"
+              f"{rp.num_looks - 1} look{'s' if rp.num_looks != 2 else ''} add only what an undecided guideline needs"
               + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
     print(plan_summary.estimate_line(rows, plan.ESTIMATE_RULE))
     print(plan_summary.largest_line(rows, points, gpus))
@@ -296,7 +296,10 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
             (scratch / "results" / study / name).symlink_to(results / name)
         if (results / "lr_tuning.json").exists():  # training.lr: tuned: the sweep's choice, for the report
             (scratch / "results" / study / "lr_tuning.json").symlink_to(results / "lr_tuning.json")
-        for folder in cfg["report"]["compare"]:  # relative to the working directory, as in a run
+        imported = cfg["import"]["path"] if cfg["import"] else None
+        # compared studies and imported runs: relative to the working directory, as in a run; linked at
+        # the same relative path, so the report cites the path the config gives
+        for folder in list(cfg["report"]["compare"]) + ([imported] if imported else []):
             link = scratch / folder
             if not link.exists() and (workdir / folder).exists():
                 link.parent.mkdir(parents=True, exist_ok=True)

@@ -56,9 +56,9 @@ def local_snapshot(own_pid: int, ranks: int = 1, threads_per_rank: int = 1, core
     others = other_points(own_pid)
     reasons = []
     if ranks * threads_per_rank > own:
-        reasons.append(f"oversubscribed: {ranks} ranks x {threads_per_rank} thread(s) on {own} cores")
+        reasons.append(f"oversubscribed: {ranks} ranks x {threads_per_rank} thread{'s' if threads_per_rank != 1 else ''} on {own} cores")
     if others:
-        reasons.append(f"{len(others)} other kanscale/torchrun process(es) ran when it started "
+        reasons.append(f"{len(others)} other kanscale/torchrun process{'es' if len(others) != 1 else ''} ran when it started "
                        f"(pids {', '.join(str(o['pid']) for o in others[:5])})")
     if load1 is not None and load1 > host_cores:
         reasons.append(f"1-minute load average {load1:.1f} > {host_cores} cores")

@@ -299,7 +299,7 @@ def _describe(key: tuple, widths, repeats: bool) -> str:
     w = "x".join(map(str, widths)) if widths else "?"
     # a weak point's samples grow with its GPUs: the table's samples column is the run's total
     count = f"{s} samples in all ({s // (n * g)} per GPU)" if exp == "weak" else f"{s} samples"
-    return (f"{exp}, {n} node(s) x {g} GPU(s){'' if ddp else ' without DDP'}, batch {b} per rank, "
+    return (f"{exp}, {n} node{'s' if n != 1 else ''} x {g} GPU{'s' if g != 1 else ''}{'' if ddp else ' without DDP'}, batch {b} per rank, "
             f"{count}, widths {w}" + (f", repeat {rep}" if repeats else ""))
 
 

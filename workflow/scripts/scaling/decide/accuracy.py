@@ -22,6 +22,7 @@ import math
 import pandas as pd
 
 from ..common.columns import REAL_PLACEMENTS, model_family
+from ..common.fmt import seconds
 from ..common.stats import known, ratio_of, t_quantile
 from .rules import Decide, guideline, key_of, more_repeats, rests_on, rounded, settle_text, side, topo
 from .totarget import predicted_guideline
@@ -106,9 +107,8 @@ def soonest(t: pd.DataFrame, exp: str, model: str, d: Decide) -> tuple[dict, pd.
     for _, r in reached.iterrows():
         if int(r["n_ok"]) < d.min_repeats and not any(key_of(r) == k for *_, k in unsure):
             unsure.append((_where(r), d.min_repeats - int(r["n_ok"]), key_of(r)))
-    t_txt = (f"{best['time_to_target_s']:.4g} s" + (f" [95% CI {best['time_to_target_s_ci_lo']:.4g}, "
-                                                    f"{best['time_to_target_s_ci_hi']:.4g}]"
-                                                    if known(best["time_to_target_s_ci_hi"]) else ""))
+    t_txt = seconds(best["time_to_target_s"], best["time_to_target_s_ci_lo"], best["time_to_target_s_ci_hi"])
+    t_txt = t_txt.replace(" [", " [95% CI ", 1)
     text = f"{exp}, {model}, to {_goal(t)}: {_where(best)} is soonest, {t_txt} of training"
     text += ("; " + "; ".join(parts)) if parts else "; no other world size reached it to compare"
     if int(best["world_size"]) == int(t.loc[t["model"] == model, "world_size"].max()):

@@ -4,13 +4,14 @@ model's predictions, advice only where the model's held-out error is within repo
 from __future__ import annotations
 
 from ..common.columns import REAL_PLACEMENTS
-from .rules import duration_text, guideline, ranks
+from ..common.fmt import cost, seconds
+from .rules import guideline, ranks
 
 
 def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
     """Per model: where to run the configured strong-scaling work, from the performance model."""
     rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
-            f"fewest GPU-hours, over the real placement classes; advice only when the model's leave-one-world-size-"
+            f"lowest cost (hours of the devices the ranks ran on), over the real placement classes; advice only when the model's leave-one-world-size-"
             f"out MAPE (leave one placement out, for the placement model of imported runs) is known and ≤ "
             f"{max_mape_pct:g}% for every placement class it compares, and, for a pick past what was measured, its "
             f"efficiency interval (the placement model's) clears the threshold")
@@ -35,10 +36,9 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
 
         def pick(c):
             t = c["time_s"]
-            band = f" [{duration_text(t['lo'])}, {duration_text(t['hi'])}]" if t["lo"] is not None else ""
             extra = ", extrapolated" if c["extrapolated"] else ""
-            return (f"{ranks(c['world_size'])}, {c['placement_class']}: {duration_text(t['value'])}{band}, "
-                    f"{c['gpu_hours']:.3g} GPU-h, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
+            return (f"{ranks(c['world_size'])}, {c['placement_class']}: {seconds(t['value'], t['lo'], t['hi'])}, "
+                    f"{cost(c['gpu_hours'], m.get('device'))}, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
                     f"{c['validation']})")
 
         fastest, cheapest = rec.get("fastest"), rec["cheapest"]
@@ -46,7 +46,7 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
                 "fastest": {k: fastest[k] for k in ("world_size", "placement_class", "gpu_hours")} if fastest else None,
                 "cheapest": {k: cheapest[k] for k in ("world_size", "placement_class", "gpu_hours")}}
         text = (f"{model}, {work}: fastest with predicted efficiency ≥ {rec['efficiency_threshold']:.0%}: "
-                f"{pick(fastest) if fastest else 'none'}; fewest GPU-hours: {pick(cheapest)}.")
+                f"{pick(fastest) if fastest else 'none'}; lowest cost: {pick(cheapest)}.")
         if rec.get("not_considered"):
             text += " Not considered: " + "; ".join(rec["not_considered"]) + "."
         # every class the choice compared, not only the winners': an untested prediction for 8 ranks

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..common.columns import PLACEMENTS, baseline_name, model_family
+from ..common.fmt import sig
 from ..common.stats import as_number, known
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"
@@ -261,7 +262,7 @@ def _number(v, unit: str) -> str:
         return f"{100 * v:.1f}%"
     if unit == "%":
         return f"{v:.1f}%"
-    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return sig(v) if abs(v) < 1000 else f"{v:,.0f}"
 
 
 def fmt(v, unit: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..common.columns import CUDA_PEAK, GB, GIB, model_family
+from ..common.fmt import plural
 from ..common.stats import linear_fit
 from .rules import Decide, ci_text, guideline, key_of, rounded, settle_text
 
@@ -48,7 +49,7 @@ def memory(model_size: pd.DataFrame, d: Decide) -> list[dict]:
                 if r["n_ok"] < min_repeats]
         if len(g) < 3:
             out.append(guideline(gid, "model_size", "inconclusive",
-                                 f"{fam}: measured peak memory {measured}; a line through {len(g)} width(s) has no fit "
+                                 f"{fam}: measured peak memory {measured}; a line through {plural(len(g), 'width')} has no fit "
                                  f"quality, so nothing is extrapolated.", rule, nums,
                                  settle_text(thin) + ("; " if thin else "") + f"measure {3 - len(g)} more width(s)",
                                  thin))

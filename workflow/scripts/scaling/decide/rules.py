@@ -159,10 +159,3 @@ def ranks(n) -> str:
     n = int(n)
     return f"{n} rank" if n == 1 else f"{n} ranks"
 
-
-def duration_text(s: float) -> str:
-    """'43.4 ms', '12.3 s', '1.25 h': below a second in ms, so that a tiny study's predicted training
-    does not read '0.0 s [0.0 s, 0.0 s]'."""
-    if s < 1:
-        return f"{s * 1e3:,.3g} ms"
-    return f"{s:,.1f} s" if s < 3600 else f"{s / 3600:,.2f} h"

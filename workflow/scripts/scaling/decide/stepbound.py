@@ -13,6 +13,7 @@ import pandas as pd
 
 from kan.probes.anatomy import CAPTURED_RULE, RULE, UNDECIDED
 
+from ..common.fmt import plural
 from .rules import Decide, guideline, key_of, ranks, rests_on, topo
 
 FOLLOWS = {
@@ -69,7 +70,7 @@ def step_bound(anatomy: pd.DataFrame | None, d: Decide) -> list[dict]:
             out.append(rests_on(guideline(gid, "strong", "inconclusive",
                                           f"{head}; its repeats do not agree on the bound ({int(r['n_agree'])} of "
                                           f"{int(r['n'])}), so nothing follows yet.", rule, nums,
-                                          f"run {more} more repeat(s) of {topo(r)}", [(topo(r), more, key_of(r))]),
+                                          f"run {plural(more, 'more repeat')} of {topo(r)}", [(topo(r), more, key_of(r))]),
                                 [(topo(r), r["n"])]))
             continue
         text = f"{head} → {(FOLLOWS_CAPTURED if captured else FOLLOWS)[r['bound']].format(fixed=fixed)}."

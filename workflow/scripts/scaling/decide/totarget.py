@@ -46,6 +46,7 @@ import math
 import pandas as pd
 
 from ..common.columns import REAL_PLACEMENTS
+from ..common.fmt import interval, seconds, sig
 from ..common.stats import known
 from .rules import guideline, ranks, rounded
 
@@ -168,8 +169,8 @@ def weak_steps(reached: pd.DataFrame, crit: dict | None):
         ends = (f(B, lo), f(B, hi))
         return e * f(B, bc) / B, e_lo * min(ends) / B, e_hi * max(ends) / B
 
-    band = f"[{lo:.3g}, {hi:.3g}]" if hi is not None else f"[{lo:.3g}, unbounded]"
-    text = (f"steps to the target at N x {b:g} samples from the critical batch's curve (B_crit {bc:.3g} {band}), "
+    band = f"[{sig(lo)}, {sig(hi)}]" if hi is not None else f"[{sig(lo)}, unbounded]"
+    text = (f"steps to the target at N x {sig(b)} samples from the critical batch's curve (B_crit {sig(bc)} {band}), "
             f"anchored at {ranks(w_a)}: {e:.0f} samples at global batch {b_a:.0f}")
     return steps, text
 
@@ -205,7 +206,7 @@ def predicted_guideline(exp: str, model: str, reached: pd.DataFrame, best, model
         if fixed is None:
             return None
         steps, s_lo, s_hi = fixed
-        how_steps = (f"steps to the target {steps:.0f} [{s_lo:.0f}, {s_hi:.0f}] at global batch "
+        how_steps = (f"steps to the target {interval(steps, s_lo, s_hi)} at global batch "
                      f"{int(reached['global_batch'].dropna().iloc[0])}")
         rows = predictions(entry, fixed, reached)
         nums_steps = {"steps_to_target": [rounded(steps, 2), rounded(s_lo, 2), rounded(s_hi, 2)]}
@@ -232,7 +233,7 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
            + ", ".join(f"{r['error_pct']:+.0f}% at {_where(r)}" for r in checked)) if checked else ""
     loos = [r["loo_error_pct"] for r in beyond if r["loo_error_pct"] is not None]
     clock = sorted({(r["clock_from"], r["clock_k"], r["clock_start_s"]) for r in rows if r["clock_from"]})
-    how = ("; the clock ran " + ", ".join(f"{k:.2f}x the median step with a {1e3 * t0:.3g} ms start at {w}"
+    how = ("; the clock ran " + ", ".join(f"{k:.2f}x the median step with a {sig(1e3 * t0)} ms start at {w}"
                                           for w, k, t0 in clock)
            + " (assumed the same at the world sizes predicted from it)") if clock else ""
     head = f"{exp}, {model}: predicted ({how_steps} x the model's step time{how}), not measured"
@@ -243,8 +244,8 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
         return guideline(gid, "time-to-accuracy", "not_enough_data", text, rule, nums)
     if sooner:
         r = min(sooner, key=lambda x: x["time_s"])
-        text = (f"{head}: {_where(r)} would reach it in {r['time_s']:.4g} s [{r['lo']:.4g}, {r['hi']:.4g}], sooner "
-                f"than the measured soonest {ranks(best['world_size'])} ({t_best:.4g} s){err}.")
+        text = (f"{head}: {_where(r)} would reach it in {seconds(r['time_s'], r['lo'], r['hi'])}, sooner "
+                f"than the measured soonest {ranks(best['world_size'])} ({seconds(t_best)}){err}.")
         return guideline(gid, "time-to-accuracy", "inconclusive", text, rule, nums,
                          f"measure {_where(r)}: a prediction does not replace a measurement", [])
     # slower than the measured soonest and than the model's own prediction there: a bias of the model
@@ -253,8 +254,8 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
     bar = max([t_best, *own])
     slower = all(r["lo"] > bar for r in beyond)
     nearest = min(beyond, key=lambda r: (r["world_size"], r["time_s"]))
-    tail = (f"at {_where(nearest)} {nearest['time_s']:.4g} s [{nearest['lo']:.4g}, {nearest['hi']:.4g}] against "
-            f"{t_best:.4g} s measured at {ranks(best['world_size'])}")
+    tail = (f"at {_where(nearest)} {seconds(nearest['time_s'], nearest['lo'], nearest['hi'])} against "
+            f"{seconds(t_best)} measured at {ranks(best['world_size'])}")
     if slower and not unvalidated:
         text = (f"{head}: past {ranks(best['world_size'])} more ranks make training to this target slower, "
                 f"{tail} (model's held-out error up to {max(loos):.0f}%){err}.")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.columns import is_emulated, link_rate
+from ..common.fmt import plural
 from .fit import CONFIG, fit_comm, fit_compute, fit_sweep, predict_step
 from .terms import NotFitted
 
@@ -146,7 +147,7 @@ def report_context(model_json: dict | None) -> dict | None:
         pts = [[p["experiment"], p["model"], f"{p['nodes']}x{p['gpus_per_node']}", _f(p.get("measured_step_s"), "{:.4f}"),
                 _f(p.get("predicted_step_s"), "{:.4f}"), _f(p.get("error_pct"), "{:+.1f}%")] for p in e["points"]
                if "error_pct" in p]
-        cross.append({"head": head, "text": f"MAPE {_f(e.get('mape_pct'), '{:.1f}')}% over {len(pts)} configuration(s) "
+        cross.append({"head": head, "text": f"MAPE {_f(e.get('mape_pct'), '{:.1f}')}% over {plural(len(pts), 'configuration')} "
                                             f"(exposure {e['exposure']:.2f} from {link_rate(e['fitted_at']):g} Mbit/s; "
                                             f"α {e['alpha_us']:.0f} µs, β from the held-out link's sweep)",
                       "points": pts})

@@ -80,7 +80,10 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
     fam = model_family(model)
     mine = train[train["model"] == model]
     P, n = float(mine["num_params"].median()), float(mine["grads_bytes"].median())
-    res: dict = {"family": fam, "num_params": P, "grads_bytes": n, "work": work(df, model), "placements": {}}
+    # the cost's unit (GPU-hours or rank-hours) follows where this model's ranks ran
+    cuda = "device_type" in mine and (mine["device_type"] == "cuda").any()
+    res: dict = {"family": fam, "num_params": P, "grads_bytes": n, "work": work(df, model), "placements": {},
+                 "device": "GPU" if cuda else "CPU"}
     comp = point["compute"].get(fam)
     if not isinstance(comp, dict):
         res["reason"] = comp

@@ -15,7 +15,8 @@ import math
 import pandas as pd
 
 from ..common.columns import ddp_rows
-from ..common.stats import as_number, known
+from ..common.fmt import about, cost, error_text, interval, seconds
+from ..common.stats import as_number, known, level_label
 from . import operator
 from .run_summary import CARDS, imported_text
 
@@ -24,49 +25,6 @@ TERMS = {"efficiency": "term-efficiency", "step bound": "term-bound", "model err
          "verdict": "term-inconclusive"}
 # a run state worth a tile on the first screen: anything but ok
 NOT_OK = tuple(c for c in CARDS if c != "ok")
-
-
-def _decimals(lo: float, hi: float, scale: float) -> int:
-    """Decimal places that keep two significant digits of the interval's width (at least 0): a number
-    is printed to the precision its interval supports, no further (width 0.085 s: 3 places; 59%: 0)."""
-    width = abs(hi - lo) * scale
-    if width <= 0:
-        return 2
-    return max(0, 1 - math.floor(math.log10(width)))
-
-
-def _sig2(x: float) -> int:
-    """Decimal places that show two significant digits of x (at least 0)."""
-    return max(0, 1 - math.floor(math.log10(abs(x)))) if x else 0
-
-
-def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor: float | None = None) -> str:
-    """'8% [1%, 60%]' style: value and interval rounded alike to what the interval supports; a lower
-    end below `floor` (a quantity that cannot be negative) is shown as the floor itself."""
-    if not known(value):
-        return "–"
-    if known(lo) and known(hi):
-        if floor is not None:
-            lo = max(lo, floor)
-        nd = _decimals(lo, hi, scale)
-        # each number to the interval's precision, and never fewer than two significant digits of its
-        # own (3.9 [0.81, 19], not 4 [1, 19]: an end that crosses 1 must not round onto it); 0 reads 0
-        f = (lambda x: "0" if x == 0 else f"{x * scale:,.{max(nd, _sig2(x * scale))}f}")
-        if unit == "%":  # '8% [1%, 60%]': a percentage reads with its sign on each number
-            return f"{f(value)}% [{f(lo)}%, {f(hi)}%]"
-        return f"{f(value)} [{f(lo)}, {f(hi)}]{unit}"
-    return f"{value * scale:,.3g}{unit}"
-
-
-def seconds(value, lo=None, hi=None) -> str:
-    """A duration in the unit that reads best (ms below a second, s below an hour, h above)."""
-    if not known(value):
-        return "–"
-    if value < 1:
-        return interval(value, lo, hi, 1e3, " ms", floor=0.0)
-    if value < 3600:
-        return interval(value, lo, hi, 1.0, " s", floor=0.0)
-    return interval(value, lo, hi, 1 / 3600, " h", floor=0.0)
 
 
 def where_text(world_size: int, nodes=None, per_node=None, device: str = "GPU") -> str:
@@ -81,20 +39,10 @@ def where_text(world_size: int, nodes=None, per_node=None, device: str = "GPU") 
     return f"{int(world_size)} {unit}s"
 
 
-def _device(provenance: dict | None) -> str:
+def device_kind(provenance: dict | None) -> str:
     """'GPU' when any record ran on CUDA (provenance.json's device types), else 'CPU' (the cost is
     then rank-hours)."""
     return "GPU" if "cuda" in ((provenance or {}).get("device_types") or []) else "CPU"
-
-
-def cost_text(hours, device: str) -> str:
-    """GPU-hours on GPUs, rank-hours on CPUs; a cost under 0.01 h in seconds, where it reads."""
-    if not known(hours):
-        return "–"
-    unit = "GPU" if device == "GPU" else "rank"
-    if hours < 0.01:
-        return f"{hours * 3600:.2g} {unit}-seconds"
-    return f"{hours:.2g} {unit}-hours"
 
 
 def _measured_row(strong: pd.DataFrame | None, model: str, world_size: int, cls: str) -> dict | None:
@@ -127,6 +75,9 @@ def _efficiency_why(g: dict | None, device: str) -> str | None:
     lo, hi = (ci.get(str(p)) or [None, None])
     where = f"at {p} {'GPUs' if device == 'GPU' else 'ranks'}"
     val = interval(eff[str(p)], lo, hi, 100, "%", floor=0.0)
+    # the guideline decides at its own level (98.3% when three world sizes decide); the strong table's
+    # intervals are 95%: each says its level, as the guideline's text does
+    val = val.replace(" [", f" [{level_label(n.get('decision_level') or 0.95)} CI ", 1)
     if past:
         return f"{where} a step keeps only {val} of ideal efficiency (the threshold is {thr:.0%})"
     return f"efficiency stays at or above {thr:.0%} up to {p} ({val})"
@@ -209,7 +160,7 @@ def _crossover(cross: dict | None, batch_now) -> str | None:
             return "nothing in the per-rank batch: by the model a second rank pays off at any batch"
         beyond = "; the model's prediction, beyond the batches measured" if known(batch_now) and b > batch_now else ""
         now = f" (now {int(batch_now)}{beyond})" if known(batch_now) else ""
-        return f"a second rank pays off above about {float(f'{b:.2g}'):,.0f} samples per rank{now}"
+        return f"a second rank pays off above about {about(b)} samples per rank{now}"
     if cross.get("pays_off_from") is not None:
         now = f" (now {int(batch_now)})" if known(batch_now) else ""
         return f"2 ranks beat 1 from {cross['pays_off_from']} samples per rank (measured){now}"
@@ -238,7 +189,8 @@ def to_target(g: dict | None, device: str) -> dict | None:
               f"{interval(o['ratio'], *(o.get('ci') or [None, None]), 1, '×', floor=0.0)} as long"
               for o in n.get("others") or [] if o.get("ratio") is not None]
     return {"where": where, "world_size": int(s["world_size"]),
-            "time": seconds(s["time_to_target_s"], lo, hi), "target": n["target"], "others": others,
+            "time": seconds(s["time_to_target_s"], lo, hi), "time_s": s["time_to_target_s"], "target": n["target"],
+            "others": others,
             "status": g["status"], "settle": g.get("settle")}
 
 
@@ -258,13 +210,6 @@ def _sooner_why(rec: dict, ws: int, device: str) -> str | None:
         text += (", but at a fixed batch per rank the global batch grows with the ranks: each epoch takes fewer "
                  "optimizer steps at the same rate, and the target takes more epochs")
     return text
-
-
-def error_text(mape: float | None) -> str:
-    """The model's worst leave-one-out error: two significant digits below 10% (0.49%, not 0%)."""
-    if mape is None:
-        return "not validated"
-    return f"{mape:.2g}%" if mape < 10 else f"{mape:.0f}%"
 
 
 def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dict]:
@@ -329,7 +274,9 @@ def model_answers(tables: dict, guidelines: list[dict], device: str) -> list[dic
                     "time": (f"{soon['time']} to {soon['target']} (measured)" if soon
                              else seconds(t.get("value"), t.get("lo"), t.get("hi")) + " for the work "
                              + ("(its measured step)" if pick.get("measured") else "(predicted)")),
-                    "cost": cost_text(pick.get("gpu_hours"), device) if same else "–",
+                    # measured to the target: its cost is that time on its ranks, not the model's configured work
+                    "cost": (cost(ws * soon["time_s"] / 3600, device) + " to the target" if soon
+                             else cost(pick.get("gpu_hours"), device)),
                     "bound": _bound_word(_guideline(guidelines, f"step-bound-{model}"), ws),
                     # a time to the target was measured: the model did not decide this row, so its
                     # error is no gate here (shown in the performance-model section)
@@ -403,7 +350,7 @@ def runs_line(status: dict) -> dict:
 
 def answer_context(tables: dict, guidelines: list[dict], status: dict, provenance: dict | None = None) -> dict:
     """What the #answer section shows: verdicts, per-model sentences, the answer table, the runs."""
-    device = _device(provenance)
+    device = device_kind(provenance)
     answers = model_answers(tables, guidelines, device)
     versus = comparison(guidelines, device)
     items = [versus] if versus else []

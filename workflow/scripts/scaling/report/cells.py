@@ -10,6 +10,7 @@ import pandas as pd
 from kan import startup
 
 from ..common.columns import DEFAULT_DDP_SETTING
+from ..common.fmt import interval, sig, zero_width
 from ..common.stats import known
 from ..tables.experiments import BASELINE_RATIOS
 
@@ -34,10 +35,9 @@ def _ci(row, col, nd=1, scale=1.0):
     m, lo, hi = row.get(f"{col}_mean"), row.get(f"{col}_ci_lo"), row.get(f"{col}_ci_hi")
     if m is None or (isinstance(m, float) and math.isnan(m)):
         return "–"
-    txt = number_text(float(m) * scale, nd)
-    if lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
-        txt += f" [{number_text(float(lo) * scale, nd)}, {number_text(float(hi) * scale, nd)}]"
-    return txt
+    if zero_width(lo, hi, m):  # one repeat, or every repeat alike (peak memory often is): no interval
+        return number_text(float(m) * scale, nd)
+    return interval(float(m), float(lo), float(hi), scale)  # to the digits the interval supports
 
 
 def _pct(v, nd=1):
@@ -67,7 +67,7 @@ def _ratio(r, col, nd=2, pct=False):
     if col in BASELINE_RATIOS and str(r.get("is_baseline")).lower() == "true":
         return f(v) + " (baseline)"
     lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
-    return f(v) + ("" if not known(lo) or not known(hi) else f" [{f(lo)}, {f(hi)}]")
+    return f(v) + ("" if zero_width(lo, hi, v) else f" [{f(lo)}, {f(hi)}]")
 
 
 def _kf(r):
@@ -89,8 +89,7 @@ def _t2t(r):
     if not known(r.get("time_to_target_s")):
         return note or "–"
     lo, hi = r.get("time_to_target_s_ci_lo"), r.get("time_to_target_s_ci_hi")
-    txt = number_text(float(r["time_to_target_s"]), 2)
-    return txt + ("" if not known(lo) or not known(hi) else f" [{number_text(float(lo), 2)}, {number_text(float(hi), 2)}]")
+    return interval(float(r["time_to_target_s"]), lo, hi)  # to the digits its interval supports
 
 
 def ddp_where(r):
@@ -124,7 +123,7 @@ TABLE_COLUMNS = {
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
         ("epoch time s", lambda r: _ci(r, "epoch_time_s", 2)),
         ("speedup vs DDP base", lambda r: _ratio(r, "speedup")),
-        ("efficiency vs DDP base", lambda r: _ratio(r, "efficiency", pct=True)),
+        ("efficiency vs DDP base [95% CI]", lambda r: _ratio(r, "efficiency", pct=True)),
         ("efficiency vs non-DDP", lambda r: _ratio(r, "efficiency_vs_nonddp", pct=True)),
         ("Karp–Flatt e", _kf),
         ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
@@ -138,7 +137,7 @@ TABLE_COLUMNS = {
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s per rank (mean [95% CI])", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
         ("samples/s (all ranks)", lambda r: _ci(r, "samples_per_s", 0)),
-        ("weak efficiency vs DDP base", lambda r: _ratio(r, "weak_efficiency", pct=True)),
+        ("weak efficiency vs DDP base [95% CI]", lambda r: _ratio(r, "weak_efficiency", pct=True)),
         ("weak efficiency vs non-DDP", lambda r: _ratio(r, "weak_efficiency_vs_nonddp", pct=True)),
         ("scaled speedup", lambda r: _ratio(r, "scaled_speedup")),
         ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
@@ -300,7 +299,7 @@ def critical_rows(critical: dict) -> dict:
     from_reference scales each model's own reference) are said to: their E and B_crit answer
     different questions."""
     def num(v, digits=3):
-        return "–" if v is None else f"{float(v):,.{digits}g}"
+        return sig(v, digits)
 
     def target(c) -> str:
         if c.get("target_value") is None:
@@ -319,9 +318,9 @@ def critical_rows(critical: dict) -> dict:
         crit = (f"{num(c['b_crit'])} [{num(ci[0])}, {num(ci[1]) if ci[1] is not None else '∞'}]" if c["b_crit"]
                 else f"> {c['b_crit_lower_bound']:,}" if c.get("b_crit_lower_bound")
                 else f"< {c['b_crit_upper_bound']:,}" if c.get("b_crit_upper_bound") else "–")
-        per = [num(c["samples_to_target"].get(str(b)), 4) if str(b) in c["samples_to_target"]
+        per = [num(c["samples_to_target"].get(str(b))) if str(b) in c["samples_to_target"]
                else ("not reached" if b in c["not_reached"] else "–") for b in batches]
-        rows.append([model, crit, num(c["e_min"], 4), num(c["s_min"], 4), c["status"], targets[model], *per])
+        rows.append([model, crit, num(c["e_min"]), num(c["s_min"]), c["status"], targets[model], *per])
     why = {m: c["why"] for m, c in critical.items()}
     if differ:
         why = {m: f"{w}; measured to {targets[m]}, not the other models' target, so its samples to target and "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ..common.columns import mem_kind_label
+from ..common.fmt import sig, zero_width
 
 # how a key reads; the rest: underscores as spaces
 LABELS = {
@@ -28,7 +29,7 @@ LABELS = {
     "mem_kind": "memory kind", "bytes_per_param": "bytes per parameter", "bytes_per_param_ci": "95% CI",
     "fixed_gib": "fixed part (GiB)", "r2": "R²", "residual_se_gib": "residual (GiB)",
     "largest_params": "largest measured parameters", "efficiency_threshold": "efficiency threshold",
-    "gpu_hours": "GPU-hours", "global_batch": "global batch", "batch_per_rank": "per-rank batch",
+    "gpu_hours": "cost (hours)", "global_batch": "global batch", "batch_per_rank": "per-rank batch",
     "batch_rule": "batch rule",
 }
 # mapping keys by what their keys are: the header of the first column
@@ -75,13 +76,16 @@ def value_text(v, key: str = "") -> str:
             return f"{v:.1f}%"
         if isinstance(v, int) or float(v).is_integer():
             return f"{int(v):,}"
-        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return sig(v) if abs(v) < 1000 else f"{v:,.0f}"
     if isinstance(v, (list, tuple)):
+        nums = all(isinstance(x, (int, float, type(None))) for x in v)
+        if nums and len(v) == 2 and _is_fraction(key) and v[0] is not None:
+            v = [max(v[0], 0.0), v[1]]  # a share or an efficiency is never below 0: its interval neither
         cells = [value_text(x, key) for x in v]
-        if len(cells) == 2 and all(isinstance(x, (int, float, type(None))) for x in v):
+        if len(cells) == 2 and nums:
             return "–" if v[0] is None and v[1] is None else f"[{cells[0]}, {cells[1]}]"
-        if len(cells) == 3 and all(isinstance(x, (int, float, type(None))) for x in v):
-            return f"{cells[0]} [{cells[1]}, {cells[2]}]"
+        if len(cells) == 3 and nums:  # value [lo, hi]; an interval of no width says nothing
+            return cells[0] if zero_width(v[1], v[2], v[0]) else f"{cells[0]} [{cells[1]}, {cells[2]}]"
         return ", ".join(cells) or "–"
     if isinstance(v, dict):
         return "; ".join(f"{label(k)} {value_text(x, k)}" for k, x in v.items()) or "–"

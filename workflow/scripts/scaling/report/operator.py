@@ -25,6 +25,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..common.columns import INTRA, SIMULATED, model_family
+from ..common.fmt import about, error_text
 from ..common.stats import as_number
 
 
@@ -132,8 +133,8 @@ def crossover_text(c: dict) -> str:
 
 def _crossover_text(c: dict) -> str:
     if c["source"] == "model":
-        mape = f"model error: LOO MAPE {c['loo_mape_pct']:.0f}%"
-        return (f"adding a second rank pays off above a per-rank batch of about {c['per_rank_batch']:,.0f} "
+        mape = f"model error within one node: {error_text(c['loo_mape_pct'])}"
+        return (f"adding a second rank pays off above a per-rank batch of about {about(c['per_rank_batch'])} "
                 f"(model: exposed all-reduce {c['exposed_2_ms']:.3f} ms at 2 ranks / compute "
                 f"{c['per_sample_us']:.3f} µs per sample; {mape})")
     if c.get("pays_off_from") is not None:

@@ -28,7 +28,8 @@ from ..tables import readiness_table as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
-from .answer import answer_context
+from ..common.fmt import plural
+from .answer import answer_context, device_kind
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .figure_names import CRITICAL
 from .figure_names import HELDOUT_PREFIX as PREFIX
@@ -65,7 +66,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     fits = tables.get("fits") or {}
     study = config["study"]
     status = status_summary(tables.get("points"))
-    models = model_sections(tables.get("model"))
+    models = model_sections(tables.get("model"), device_kind(provenance))
     notes = reference_notes(tables, reference)
     return {
         "study": study,
@@ -116,6 +117,7 @@ def render_report(tables: dict, guidelines: list[dict], manifest: dict, figures_
     ddp_readiness.json (experiments.readiness)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["plural"] = plural
     ctx = build_context(tables, guidelines, manifest, figures_dir, config, provenance, reference, generated_utc,
                         expectations, compare, look, tuning, critical, readiness)
     ctx["template_digest"] = template_digest(templates)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..common.columns import baseline_name
+from ..common.fmt import band, cost, interval, plural, seconds, sig
 from ..common.repeats import RepeatPlan
 from ..common.settings import Settings
 from ..common.stats import level_label
@@ -21,11 +22,10 @@ from ..decide.expectations import fmt_ci
 from ..decide.sequential import history_context
 from ..tables.fits import fit_text
 from . import compare as compare_studies
-from .answer import interval
 from .cells import cell_text, ddp_where, number_text
 from .numbers import numbers_tables
 from .reference import comparable, overlay_note
-from .run_summary import band_text, status_counts
+from .run_summary import status_counts
 
 SECTIONS = ("strong", "weak", "comm", "model_size", "ddp")
 TOPICS = (("time-to-accuracy", "Time to the held-out target"), ("deploy", "Where to run (performance model)"), ("strong", "Strong scaling"), ("weak", "Weak scaling"),
@@ -166,8 +166,7 @@ def fit_rows(fits: dict) -> list[list[str]]:
 
 def _sig3(x: float) -> str:
     """x x 1000 (s -> ms; GB/s passed / 1000) to 3 significant digits, never in e-notation."""
-    v = 1e3 * x
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    return sig(1e3 * x)
 
 
 def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str:
@@ -185,8 +184,9 @@ def _param_text(name: str, prm: dict, scale: float = 1.0, unit: str = "") -> str
     return txt + (f" ({prm['note']})" if prm.get("note") else "")
 
 
-def model_sections(model_json: dict | None) -> list[dict]:
-    """Per model: its fitted terms, and per placement class the comm terms, validation and predictions."""
+def model_sections(model_json: dict | None, device: str = "CPU") -> list[dict]:
+    """Per model: its fitted terms, and per placement class the comm terms, validation and predictions;
+    `device` ('GPU' or 'CPU') names the cost's unit."""
     out = []
     for model, m in sorted(((model_json or {}).get("models") or {}).items()):
         sec = {"model": model, "reason": m.get("reason"), "compute": "", "placements": [], "engine": m.get("engine")}
@@ -222,7 +222,7 @@ def model_sections(model_json: dict | None) -> list[dict]:
                                        f"{', '.join(map(str, v['world_sizes_validated']))}" if v.get("loo_mape_pct")
                                        is not None else f"not validated: {v.get('reason', '')}")
                 entry["per_p"] = [f"p = {x['world_size']}: " + (f"{x['error_pct']:+.1f}% (|error| {x['abs_error_pct']:.1f}%, "
-                                                                 f"{x['num_points']} point(s))" if "error_pct" in x
+                                                                 f"{plural(x['num_points'], 'point')})" if "error_pct" in x
                                                                  else x["reason"]) for x in v.get("per_world_size", [])]
                 entry["per_p"] += [f"{x['placement']}: " + (f"{x['error_pct']:+.1f}%" if "error_pct" in x else x["reason"])
                                    for x in v.get("per_placement", [])]
@@ -230,12 +230,13 @@ def model_sections(model_json: dict | None) -> list[dict]:
             for r in e.get("predictions") or []:
                 entry["rows"].append([
                     f"{r['world_size']} ({r['placement']})" if r.get("placement") else str(r["world_size"]),
-                    number_text(r["batch_per_rank"], 1),
-                    band_text(r["step_time_s"], _sig3),
-                    band_text(r["samples_per_s"], lambda x: f"{x:,.0f}"),
-                    band_text(r["speedup"], lambda x: f"{x:.2f}"),
-                    band_text(r["efficiency"], lambda x: f"{100 * x:.0f}%"),
-                    band_text(r["time_s"], lambda x: f"{x:,.1f}"), f"{r['gpu_hours']:.3g}",
+                    sig(r["batch_per_rank"]),
+                    band(r["step_time_s"], 1e3, floor=0.0),
+                    band(r["samples_per_s"], floor=0.0),
+                    band(r["speedup"], floor=0.0),
+                    band(r["efficiency"], 100, "%", floor=0.0),
+                    seconds(*(r["time_s"].get(k) for k in ("value", "lo", "hi"))),
+                    cost(r["gpu_hours"], device),
                     r.get("extrapolation") or ("extrapolated" if r["extrapolated"] else "within measured")])
             sec["placements"].append(entry)
         out.append(sec)

@@ -41,6 +41,7 @@ import math
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from ..common.fmt import plural, sig
 from .heldout import clean_val_curves, first_reach, references
 
 MIN_BATCHES = 3
@@ -84,7 +85,7 @@ def critical_batch(rows: list[tuple[int, float | None]], resamples: int = 500, s
                 "why": "no global batch reached the target in every repeat"}
     if len(usable) < MIN_BATCHES:
         return {**base, "b_crit": None, "ci": None, "e_min": None, "s_min": None, "status": "not enough batches",
-                "why": f"{len(usable)} batch(es) reached the target in every repeat; the fit needs {MIN_BATCHES}"}
+                "why": f"{plural(len(usable), 'batch', 'batches')} reached the target in every repeat; the fit needs {MIN_BATCHES}"}
     B = np.array([b for b, es in usable.items() for _ in es])
     E = np.array([e for es in usable.values() for e in es])
     a, b = fit(B, E)
@@ -93,7 +94,7 @@ def critical_batch(rows: list[tuple[int, float | None]], resamples: int = 500, s
     grows, bc = _grows(a, b, list(usable)), _b_crit(a, b)
     if not grows or bc > PLACED * hi_b:
         fitted = ("samples to target do not grow with the batch" if not grows
-                  else f"the fit puts B_crit at {bc:.4g}, more than {PLACED:g} x the largest batch")
+                  else f"the fit puts B_crit at {sig(bc, 4)}, more than {PLACED:g} x the largest batch")
         return {**base, "b_crit": None, "b_crit_lower_bound": hi_b, "ci": None, "e_min": a, "s_min": None,
                 "status": BEYOND, "why": f"{fitted} over {tried}: samples to target grew by less than a quarter, "
                                          f"so every larger batch cut the steps about in proportion and B_crit is "
@@ -101,8 +102,8 @@ def critical_batch(rows: list[tuple[int, float | None]], resamples: int = 500, s
     if bc < lo_b / PLACED:
         return {**base, "b_crit": None, "b_crit_upper_bound": lo_b, "ci": None, "e_min": None, "s_min": b,
                 "status": BELOW, "why": f"samples to target grow about in proportion to the batch over {tried} (the "
-                                        f"fit puts B_crit at {bc:.3g}, below {lo_b:,} / {PLACED:g}): a larger batch "
-                                        f"cut the steps by less than a quarter (about {b:.4g} steps at every "
+                                        f"fit puts B_crit at {sig(bc)}, below {lo_b:,} / {PLACED:g}): a larger batch "
+                                        f"cut the steps by less than a quarter (about {sig(b, 4)} steps at every "
                                         f"batch), so B_crit is below {lo_b:,} (measure smaller batches to place it)"}
     rng = np.random.default_rng(seed)
     boots = []
@@ -120,7 +121,7 @@ def critical_batch(rows: list[tuple[int, float | None]], resamples: int = 500, s
         boots.append(_b_crit(ba, bs))
     lo, hi = (float(np.quantile(boots, q)) for q in ((1 - level) / 2, (1 + level) / 2))
     return {**base, "b_crit": bc, "ci": [lo, hi], "e_min": a, "s_min": b, "status": "ok",
-            "why": f"E(B) = {a:.4g} (1 + B / {bc:.4g}) over {tried}",
+            "why": f"E(B) = {sig(a, 4)} (1 + B / {sig(bc, 4)}) over {tried}",
             "resamples": resamples, "level": level}
 
 

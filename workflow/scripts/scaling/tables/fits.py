@@ -29,6 +29,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..common.columns import SINGLE
+from ..common.fmt import interval
 from ..common.stats import BOOTSTRAP_SEED
 
 MIN_WORLD_SIZES = 3
@@ -123,7 +124,8 @@ def fit_curve(law: Law, curve: dict[int, np.ndarray], num_boot: int, seed: int =
     out.update(status="fit", num_residuals=int(len(ss)), rmse=float(np.sqrt(np.mean(resid ** 2))), params=params)
     thin = [p for p in sizes if len(curve[p]) < 2]
     if thin:
-        out["ci_reason"] = (f"no CI: world size(s) {', '.join(map(str, thin))} have one ok repeat, so there is no "
+        out["ci_reason"] = (f"no CI: world size{'s' if len(thin) > 1 else ''} {', '.join(map(str, thin))} "
+                            f"{'have' if len(thin) > 1 else 'has'} one ok repeat, so there is no "
                             f"spread to resample")
     else:
         rng = np.random.default_rng(seed)
@@ -168,8 +170,6 @@ def fit_text(fit: dict) -> str:
         if prm["at_bound"]:
             parts.append(prm["at_bound"])
             continue
-        txt = f"{prm['symbol']} = {prm['value']:.3g}"
-        if prm["ci_lo"] is not None:
-            txt += f" [{prm['ci_lo']:.3g}, {prm['ci_hi']:.3g}]"
+        txt = f"{prm['symbol']} = {interval(prm['value'], prm['ci_lo'], prm['ci_hi'])}"
         parts.append(txt)
     return ", ".join(parts)

@@ -13,6 +13,8 @@ from datetime import datetime
 
 import pandas as pd
 
+from ..common.fmt import plural
+
 
 def _unix(utc: str | None) -> float | None:
     try:
@@ -53,8 +55,8 @@ def text(q: dict | None) -> str:
     """One sentence for the report's Method and `make status`."""
     if q is None:
         return ""
-    jobs = (f"{q['jobs']} Slurm allocation(s) for {q['points']} points ({q['packed']} packed, resources.pack)"
-            if q["packed"] else f"{q['jobs']} Slurm job(s), one per point")
+    jobs = (f"{plural(q['jobs'], 'Slurm allocation')} for {q['points']} points ({q['packed']} packed, resources.pack)"
+            if q["packed"] else f"{plural(q['jobs'], 'Slurm job')}, one per point")
     span = (f"; makespan {duration(q['makespan_s'])} from the first submission to the last record"
             if math.isfinite(q["makespan_s"]) else "")
     return (f"{jobs}: queue wait {duration(q['queue_total_s'])} in all (median {duration(q['queue_median_s'])} a job, "

@@ -52,6 +52,6 @@ def failed_checks(found: dict[str, list[dict]]) -> dict[str, list[str]]:
 
 def drift_note(name: str, bad: list[str]) -> str:
     """What a guideline about `name` rests on when its readiness checks failed."""
-    return (f"{name} failed the DDP-readiness check(s) {', '.join(bad)} (report: Is it ready for DDP?): its "
+    return (f"{name} failed the DDP-readiness check{'s' if len(bad) != 1 else ''} {', '.join(bad)} (report: Is it ready for DDP?): its "
             f"numbers rest on replicas that are not kept in step, so read them as an upper bound of what a "
             f"correct DDP run of it gives")
