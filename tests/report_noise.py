@@ -54,7 +54,8 @@ def findings(html: str, gpu: bool | None = None) -> list[str]:
     for kind, pat in PATTERNS.items():
         for m in pat.finditer(text):
             out.append(f"{kind}: …{text[max(0, m.start() - 50):m.end() + 20]}…".replace("\n", " | "))
-    if gpu is False:
-        out += [f"GPU-hours on CPUs: …{text[max(0, m.start() - 50):m.end() + 20]}…".replace("\n", " | ")
-                for m in re.finditer(r"GPU-h", text)]
+    if gpu is False:  # (Terms defines both units: not a use of either)
+        used = visible_text(html.split('<section id="terms">')[0])
+        out += [f"GPU-hours on CPUs: …{used[max(0, m.start() - 50):m.end() + 20]}…".replace("\n", " | ")
+                for m in re.finditer(r"GPU-h", used)]
     return out

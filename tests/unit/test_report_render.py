@@ -10,6 +10,7 @@ import pytest
 from report_fixture import EXPECT, PROVENANCE, render, study_tables
 from scaling.report.cells import cell_text
 from scaling.report.plots import FIGURES
+from scaling.report.render import SECTION_FIGURES
 from scaling_data import frame, row
 
 SECTIONS = ("answer", "expectations", "strong", "weak", "comm", "model_size", "model", "run", "method", "terms")
@@ -135,11 +136,16 @@ def test_missing_data_become_placeholders(tmp_path):
     out = render(tmp_path, df)
     assert "<img" not in out
     # every section figure says why it is missing; the answer's headline figure is simply left out
-    assert out.count('class="placeholder figure-missing"') == NUM_FIGURES - 1 and 'id="figure-headline"' not in out
+    # (no communication or model-size point was planned: those sections are left out, said in one line)
+    left_out = len(SECTION_FIGURES["comm"]) + len(SECTION_FIGURES["model_size"])
+    assert out.count('class="placeholder figure-missing"') == NUM_FIGURES - 1 - left_out
+    assert 'id="figure-headline"' not in out
+    assert "Not planned in this study, so not in this report: communication overhead, model size." in out
     assert "guidelines this study cannot give yet, and what each needs" in out and "No answer yet" in out
     assert 'id="expectations"' not in out
-    for sid in ("answer", "strong", "weak", "comm", "model_size", "method"):
+    for sid in ("answer", "strong", "weak", "method"):
         assert opening(sid) in out
+    assert opening("comm") not in out and 'href="#comm"' not in out
 
 
 def test_fits_model_and_time_to_target_sections(html):
@@ -147,7 +153,7 @@ def test_fits_model_and_time_to_target_sections(html):
     assert "Scaling-law fits (a model, not a measurement)" in html and "σ at its lower bound 0" in html
     assert "not enough world sizes to fit (have 2, need 3)" in html
     model = section(html, "model")
-    assert "predictions, not measurements" in model and "Model error: LOO MAPE" in model
+    assert "Predictions, not measurements" in model and "Model error: LOO MAPE" in model
     assert 'class="data model-predictions"' in model and "extrapolated" in model
     assert "model-predictions" not in section(html, "strong")
     assert "time to target s" in html and "1.5 × the final training loss" in html

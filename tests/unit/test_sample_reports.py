@@ -11,8 +11,9 @@ from scaling.report.render import template_digest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # sections every report has, and those a config's keys add (accuracy: a held-out target)
-ALWAYS = ("answer", "strong", "weak", "comm", "model_size", "model", "operator", "run", "method", "terms")
-SAMPLES = {"sample-report.html": ("config/local.yaml", ()),
+# (a section with nothing measured is left out: realdata plans no communication or model-size points)
+ALWAYS = ("answer", "strong", "weak", "model", "operator", "run", "method", "terms")
+SAMPLES = {"sample-report.html": ("config/local.yaml", ("comm", "model_size")),
            "sample-report-realdata.html": ("config/realdata.yaml", ("accuracy",))}
 
 
@@ -34,3 +35,33 @@ def test_a_sample_report_has_every_section_for_its_config(name):
     assert not missing, f"docs/{name} lacks {missing}"
     note = json.loads((DOCS / name.replace(".html", ".json")).read_text())
     assert note["config"] == config
+
+
+# jargon a report may use, and the Terms entry that must explain it wherever it is used
+JARGON = {r"\bmlp_matched\b": "term-models", r"\[\d+(?:,\d+)+\]": "term-models", r"\balgbw\b": "term-busbw",
+          r"\bbusbw\b": "term-busbw", r"\bUSL\b": "term-usl", r"\bexposure\b": "term-model-terms",
+          r"α = ": "term-model-terms", r"\bc0\b": "term-model-terms", r"\bc\(k\)": "term-corun",
+          r"\bnumba\b": "term-kernels", r"anatomy probe": "term-anatomy", r"rank-hours|GPU-hours": "term-cost",
+          r"cpu_peak_rss": "term-rss", r"clock ratio|the clock ran": "term-clock", r"delta method": "term-delta",
+          r"Karp–Flatt": "term-karp", r"LOO MAPE|model error": "term-loo", r"\bcontended\b": "term-contended"}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_term_the_report_uses_is_in_terms(name):
+    from report_noise import visible_text
+    html = (DOCS / name).read_text(encoding="utf-8")
+    body, terms = html.split('<section id="terms">')
+    text = visible_text(body)
+    missing = {term for pattern, term in JARGON.items() if re.search(pattern, text) and f'id="{term}"' not in terms}
+    assert not missing, f"docs/{name} uses terms that Terms does not explain: {sorted(missing)}"
+
+
+def test_the_docs_quote_each_samples_own_wall_time():
+    from sample_report import DOC_TIMINGS, wall_text
+    quoted = {(doc.name, m.group(1), m.group(2)) for doc in DOC_TIMINGS
+              for m in re.finditer(r"<!-- wall:(\w+) -->([^<]*)<!-- /wall -->", doc.read_text(encoding="utf-8"))}
+    assert {s for _, s, _ in quoted} == {"local", "realdata"}
+    for doc, study, text in quoted:
+        stem = "sample-report" if study == "local" else f"sample-report-{study}"
+        wall = json.loads((DOCS / f"{stem}.json").read_text())["demo_wall_s"]
+        assert text == wall_text(wall), f"{doc} quotes {text!r} for {study}; docs/{stem}.json says {wall} s"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from kan.metrics import cpu_model
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
+DOC_TIMINGS = (ROOT / "README.md", ROOT / "config" / "README.md")  # where a sample's wall time is quoted
 PHONE_WIDTH = 390  # CSS px of a common phone
 
 
@@ -61,7 +63,22 @@ def main(wall_s: float, study: str = "local", config: str = "config/local.yaml")
         "guidelines": counts, "advice": [g["id"] for g in guidelines if g["status"] == "advice"],
     }
     (DOCS / f"{stem}.json").write_text(json.dumps(note, indent=1) + "\n")
+    stamp_wall_time(study, round(wall_s))
     print(json.dumps(note, indent=1))
+
+
+def wall_text(seconds: int) -> str:
+    """'96 s', '3 min 17 s': how the docs say a run's wall time."""
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60} s"
+
+
+def stamp_wall_time(study: str, seconds: int) -> None:
+    """The docs' timing of this study, between <!-- wall:STUDY --> and <!-- /wall -->, is the sample's
+    own (tests/unit/test_sample_reports.py holds them equal): a timing is never typed by hand."""
+    pattern = re.compile(rf"(<!-- wall:{re.escape(study)} -->)[^<]*(<!-- /wall -->)")
+    for doc in DOC_TIMINGS:
+        text = doc.read_text(encoding="utf-8")
+        doc.write_text(pattern.sub(lambda m: m.group(1) + wall_text(seconds) + m.group(2), text), encoding="utf-8")
 
 
 if __name__ == "__main__":

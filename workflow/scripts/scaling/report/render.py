@@ -58,9 +58,13 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     for name in SECTIONS:
         t = tables.get(name)
         table = table_rows(name, t)
-        sections[name] = {"table": table, "core": core_table(name, table),
-                          "figures": figure_entries(manifest, figures_dir, SECTION_FIGURES[name]),
-                          "num_guidelines": sum(g.get("topic") == name for g in guidelines)}
+        figures = figure_entries(manifest, figures_dir, SECTION_FIGURES[name])
+        sections[name] = {"table": table, "core": core_table(name, table), "figures": figures,
+                          "num_guidelines": sum(g.get("topic") == name for g in guidelines),
+                          # strong and weak scaling are what every study asks: always shown, with
+                          # placeholders; another section only when something of it was measured
+                          "shown": name in ("strong", "weak") or bool(table["rows"])
+                          or any("data_uri" in f for f in figures)}
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
     fits = tables.get("fits") or {}
