@@ -4,6 +4,8 @@ nothing is measured, the report says the records were imported, the 8-GPU step i
 said not to be communication."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 from report_noise import findings
@@ -36,6 +38,15 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     assert soonest["numbers"]["soonest"]["world_size"] == 1 and "training loss" in soonest["text"]
     assert guidelines["overhead-not-comm-pykan [2,64,1]"]["status"] == "advice"
     assert guidelines["holdout-pykan [2,64,1]"]["status"] == "advice"
+
+    # the seed's A100 steps give config/paper.yaml (plan.estimate_from) an expected cost for its pykan
+    # points, with its source; the other implementations' points get only their bound
+    plan = subprocess.run([sys.executable, "workflow/scripts/study.py", "plan", "config/paper.yaml"], cwd=work,
+                          capture_output=True, text=True, timeout=300)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    expected = next(line for line in plan.stdout.splitlines() if line.startswith("expected: about "))
+    assert "GPU-hours for the 72 points still to run" in expected and "from results/seed_paper_import" in expected
+    assert "the other 213 points still to run: no step measured like theirs" in plan.stdout
 
     # the paper's own 5.97x and 74.7% at 8 GPUs, checked against its runs: above both, one run each
     expect = {e["name"]: e for e in json.loads((results / "expectations.json").read_text())["expectations"]}

@@ -34,7 +34,7 @@ def test_paper_plan_puts_its_cost_first_and_fits_a_screen(root, tmp_path, monkey
     assert not any("mem_mb_per_node" in line for line in out)
     plan = pd.read_csv(tmp_path / "results" / "paper" / "plan.csv")
     assert len(plan) == 285 and list(plan.columns) == [
-        "point", "experiment", "nodes", "gpus_per_node", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
+        "point", "experiment", "nodes", "gpus_per_node", "world_size", "tasks", "cpus_per_task", "mem_mb_per_node", "runtime_min",
         "runtime_from", "estimated_min", "gpu_hours", "node_hours", "state"]
 
 
@@ -85,3 +85,35 @@ def test_retries_multiply_only_the_jobs_still_to_run():
                      "the 1 still to run: at most 2.0 GPU-hours (1.0 node-hours)")
     assert "at most 6.0 GPU-hours" in retried and "ran 3 times" in retried
     assert "also the worst case" in plan_summary.cost_lines(rs, rs[1:], 0, "p", True)[1]
+
+
+def _row(state="not submitted", est=None, world=2, minutes=30):
+    return {"point": "p", "state": state, "estimated_min": est, "world_size": world, "nodes": 1,
+            "gpus_per_node": world, "gpu_hours": world * minutes / 60, "node_hours": minutes / 60}
+
+
+def test_the_expected_cost_names_its_source_and_never_covers_an_unmeasured_point():
+    rows = [_row(est=60.0), _row(est=30.0, world=4), _row(), _row(state="ok", est=10.0)]
+    lines = plan_summary.estimate_lines(rows, "RULE", ["results/seed_paper_import"], ["results/other"], True)
+    # 2 ranks x 1 h + 4 ranks x 0.5 h: the ok point is done and costs nothing more
+    assert lines[0].startswith("expected: about 4 GPU-hours for the 2 points still to run whose step was measured")
+    assert "from results/seed_paper_import; rule: RULE" in lines[0]
+    assert lines[1].startswith("the other 1 point still to run: no step measured like theirs") and "at most 1.0 GPU" in lines[1]
+    assert lines[2].startswith("plan.estimate_from: results/other holds no records yet")
+    none = plan_summary.estimate_lines([_row()], "RULE", [], [], False)
+    assert none[0].startswith("1 point still to run: no step measured") and "at most 0.5 node-hours" in none[0]
+
+
+def test_a_planned_auto_point_matches_the_records_of_the_device_the_study_asks_for():
+    from kan.contract.point import Point
+    from plan.runtimes import _step_key
+    spec = {"study": "s", "experiment": "strong", "rep": 0,
+            "model": {"impl": "pykan", "basis": "bspline", "widths": [2, 64, 1], "grid_size": 10, "spline_order": 3,
+                      "grid_range": [-2.0, 2.0]},
+            "train": {"samples": 10000, "epochs": 1, "batch_per_rank": 512},
+            "placement": {"nodes": 1, "gpus_per_node": 2, "device": "auto", "threads_per_rank": 4}}
+    planned = Point.from_json(spec)
+    ran = Point.from_json({**spec, "placement": {**spec["placement"], "device": "cuda", "threads_per_rank": 1}})
+    # on GPUs a rank's CPU threads do not set its step: the imported A100 runs estimate a GPU study's points
+    assert _step_key(planned, "cuda") == _step_key(ran, "cuda")
+    assert _step_key(planned, "cpu") != _step_key(ran, "cuda")

@@ -141,6 +141,7 @@ def plan_rows(cfg: dict, states: dict) -> list[dict]:
         minutes = runtimes[pid]["runtime_min"]
         rows.append({
             "point": pid, "experiment": p.experiment, "nodes": p.placement.nodes, "gpus_per_node": gpus,
+            "world_size": p.placement.world_size,
             "tasks": geometry.num_tasks(p), "cpus_per_task": geometry.cpus_per_task(p, launch),
             "mem_mb_per_node": geometry.mem_mb_per_node(p, launch), "runtime_min": minutes,
             "runtime_from": runtimes[pid]["source"], "estimated_min": runtimes[pid]["estimated_min"],
@@ -207,7 +208,11 @@ def cmd_plan(args) -> int:
               f"at repeats.min = {rp.min} run for sure, at most {plan_summary.hours_words(first, gpus)}; "
               f"{rp.num_looks - 1} look{'s' if rp.num_looks != 2 else ''} add only what an undecided guideline needs"
               + (f", within {rp.budget_rank_hours:g} rank-hours" if rp.budget_rank_hours else ""))
-    print(plan_summary.estimate_line(rows, plan.ESTIMATE_RULE))
+    folders = [str(results), *cfg["plan"]["estimate_from"]]
+    with_records = [f for f in folders if any((Path(f) / "points").glob("*.json"))]
+    for line in plan_summary.estimate_lines(rows, plan.ESTIMATE_RULE, with_records,
+                                            [f for f in cfg["plan"]["estimate_from"] if f not in with_records], gpus):
+        print(line)
     print(plan_summary.largest_line(rows, points, gpus))
     for line in plan_summary.left_out_lines(plan.ddp_left_out(cfg)):
         print(line)

@@ -60,15 +60,31 @@ def cost_lines(rows: list[dict], todo: list[dict], retries: int, profile: str, g
     return lines
 
 
-def estimate_line(rows: list[dict], rule: str) -> str:
-    """What the jobs still to run take by the measured step times of points like them, if any."""
-    known = [r for r in rows if r["estimated_min"] is not None]
-    if not known:
-        return ("no estimate of the actual cost: no measured point of the same model, placement and batch yet "
-                "(plan.estimate_from names other studies' results to use)")
-    gpu_h = sum(r["nodes"] * r["gpus_per_node"] * r["estimated_min"] / 60 for r in known if r["state"] != "ok")
-    return (f"estimated from measured step times for {len(known)} of {len(rows)} points: those still to run take "
-            f"about {gpu_h:,.2f} GPU-hours (rule: {rule})")
+def _about(hours: float) -> str:
+    """Two significant digits: an expectation from other runs' medians is no sharper (20, 0.021)."""
+    return f"{float(f'{hours:.2g}'):,g}"
+
+
+def estimate_lines(rows: list[dict], rule: str, sources: list[str], empty: list[str], gpus: bool) -> list[str]:
+    """What the jobs still to run are expected to take, by the measured step times of points like
+    them (this study's records and plan.estimate_from's), beside the bound of those with none: the
+    expected cost is said with its source, and never for a point nothing like it was measured."""
+    unit = "GPU-hours" if gpus else "rank-hours"
+    todo = [r for r in rows if r["state"] != "ok"]
+    known = [r for r in todo if r["estimated_min"] is not None]
+    rest = [r for r in todo if r["estimated_min"] is None]
+    lines = []
+    if known:
+        hours = sum(r["world_size"] * r["estimated_min"] / 60 for r in known)  # a rank is a GPU where GPUs are asked
+        lines.append(f"expected: about {_about(hours)} {unit} for the {plural(len(known), 'point')} still to run whose "
+                     f"step was measured like theirs (from {', '.join(sources)}; rule: {rule})")
+    if rest:
+        lines.append(f"{'the other ' if known else ''}{plural(len(rest), 'point')} still to run: no step measured like "
+                     f"theirs (same model, placement and per-rank batch), so no expected cost, at most "
+                     f"{hours_words(rest, gpus)}; plan.estimate_from names other studies' results to use")
+    lines += [f"plan.estimate_from: {f} holds no records yet (run that study first: nothing is estimated from it)"
+              for f in empty]
+    return lines
 
 
 def largest_line(rows: list[dict], points: dict[str, Point], gpus: bool) -> str:

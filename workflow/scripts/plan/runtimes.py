@@ -13,6 +13,8 @@ from pathlib import Path
 from kan.contract import record as records
 from kan.contract.point import LaunchSettings, Point, PointError
 
+from .config_keys import launch_settings
+
 DEFAULT_OVERHEAD_S = 30.0  # start-up + teardown of a point when no measured job says otherwise
 ESTIMATE_RULE = ("minutes = (steps x median synced step time of ok records with the same model, placement, "
                  "per-rank batch, device and threads + median job overhead) / 60")
@@ -20,11 +22,14 @@ ESTIMATE_RULE = ("minutes = (steps x median synced step time of ok records with 
 _MAX_RUNTIME_MIN = LaunchSettings.__dataclass_fields__["runtime_min"].metadata["hi"]
 
 
-def _step_key(p: Point) -> str:
-    """What a step's time depends on (not samples or epochs)."""
+def _step_key(p: Point, auto: str = "cpu") -> str:
+    """What a step's time depends on (not samples or epochs). A record says the device it ran on; a
+    planned point may say "auto": it runs on `auto` ("cuda" where the study requests GPUs). Threads per
+    rank matter on CPUs only (a GPU rank's step does not run on its CPU threads)."""
+    device = auto if p.placement.device == "auto" else p.placement.device
+    threads = p.placement.threads_per_rank if device == "cpu" else None
     return json.dumps([p.model.measured(), p.train.batch_per_rank, p.train.ddp, p.placement.nodes,
-                       p.placement.gpus_per_node, p.placement.device, p.placement.threads_per_rank],
-                      sort_keys=True)
+                       p.placement.gpus_per_node, device, threads], sort_keys=True)
 
 
 def _num_steps(p: Point) -> int:
@@ -67,11 +72,12 @@ def point_runtimes(cfg: dict, points: dict[str, Point], workdir: Path = Path("."
     default = LaunchSettings().runtime_min  # the schema's null: the trainer's own default
     folders = [workdir / "results" / cfg["study"], *(workdir / f for f in pc["estimate_from"])]
     times, overheads = measured_steps(folders)
+    auto = "cuda" if launch_settings(cfg).request_gpus else "cpu"
     overhead = sorted(overheads)[len(overheads) // 2] if overheads else DEFAULT_OVERHEAD_S
     out = {}
     for pid, p in points.items():
         est = None
-        ts = times.get(_step_key(p)) if p.experiment != "allreduce" else None
+        ts = times.get(_step_key(p, auto)) if p.experiment != "allreduce" else None
         if ts:
             est = (_num_steps(p) * sorted(ts)[len(ts) // 2] + overhead) / 60
         if explicit is not None:
