@@ -185,3 +185,11 @@ def test_comparison_of_two_studies(tmp_path):
     manifest = json.loads((tmp_path / "plots" / "figures.json").read_text())
     assert all("file" in manifest[f] for f in FIGURES)
     assert "Colours: studies." in manifest["comm_exposed"]["caption"]
+
+
+def test_the_first_line_names_what_was_measured():
+    from scaling.report.render import subject
+    from scaling_data import frame, row
+    assert subject({"strong": frame([row("strong", 1, 1)])}) == "KAN"
+    bert = frame([row("strong", 1, 1)]).assign(model="bert")
+    assert subject({"strong": bert}) == "bert" and subject({}) == "KAN"

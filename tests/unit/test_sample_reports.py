@@ -57,6 +57,8 @@ def test_every_term_the_report_uses_is_in_terms(name):
 
 
 def test_the_docs_quote_each_samples_own_wall_time():
+    import sys
+    sys.path.insert(0, str(DOCS.parent / "workflow" / "scripts"))  # a script, not an installed module
     from sample_report import DOC_TIMINGS, wall_text
     quoted = {(doc.name, m.group(1), m.group(2)) for doc in DOC_TIMINGS
               for m in re.finditer(r"<!-- wall:(\w+) -->([^<]*)<!-- /wall -->", doc.read_text(encoding="utf-8"))}

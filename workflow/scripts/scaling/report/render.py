@@ -21,6 +21,8 @@ from kan.contract.point import TrainConfig
 from kan.contract.data_config import is_default_section
 from kan.contract.fields import default
 
+from ..common.columns import model_family
+from ..common.fmt import plural
 from ..common.settings import Settings
 from ..model import linkcheck
 from ..tables import heldout, queue
@@ -28,7 +30,6 @@ from ..tables import readiness_table as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
-from ..common.fmt import plural
 from .answer import answer_context, device_kind
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .figure_names import CRITICAL
@@ -44,6 +45,19 @@ SECTION_FIGURES = {"strong": ["strong_speedup", "strong_efficiency", "loss_curve
                    "comm": ["comm_exposed", "comm_throughput", "allreduce_busbw", "allreduce_time"],
                    "model_size": ["model_size_memory", "model_size_throughput"],
                    "ddp": ["ddp_time_to_target", "ddp_loss_curves"]}
+
+
+def subject(tables: dict) -> str:
+    """What the report is about, in its first line: 'KAN' where any model is a KAN (its MLP baselines
+    beside it), else the models' own names (runs imported from elsewhere, e.g. 'bert')."""
+    names = set()
+    for name in ("strong", "weak", "comm", "model_size"):
+        t = tables.get(name)
+        if t is not None and not t.empty and "model" in t:
+            names |= {model_family(m) for m in t["model"].dropna()}
+    if not names or any(n.startswith(("kan", "pykan")) for n in names):
+        return "KAN"
+    return ", ".join(sorted(names))
 
 
 def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_dir, config: dict,
@@ -74,6 +88,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     notes = reference_notes(tables, reference)
     return {
         "study": study,
+        "subject": subject(tables),
         "generated_utc": generated_utc or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "config_yaml": config_text(config),
         "thresholds": config["report"],
