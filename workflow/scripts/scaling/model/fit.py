@@ -240,6 +240,12 @@ def config_means(rows: pd.DataFrame) -> pd.DataFrame:
         busy_cores=("busy_cores", "median"))
 
 
+def _left(e: NotFitted) -> str:
+    """What holding a world size out left the fit without: 'no other intra-node communication data'."""
+    text = str(e)
+    return text.replace("no ", "no other ", 1) if text.startswith("no ") else f"the fit unable to predict it ({text})"
+
+
 def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> dict:
     """Leave-one-world-size-out errors of `model` in `cls`: per world size, and the MAPE."""
     conf = _configs(train, model, cls)
@@ -256,7 +262,9 @@ def validate(train: pd.DataFrame, sweep: pd.DataFrame, model: str, cls: str) -> 
             pred = np.concatenate([predict_step(fit, r.family, r.placement_class, p, r.batch_per_rank, r.num_params,
                                                 r.grads_bytes, r.oversub, r.busy_cores) for r in held.itertuples()])
         except NotFitted as e:
-            out["per_world_size"].append({"world_size": p, "reason": f"without p = {p}: {e}"})
+            # the data had it; holding p out removed it: say so ("no intra-node communication data"
+            # read as if none was measured, while p = 2 itself was)
+            out["per_world_size"].append({"world_size": p, "reason": f"held out, p = {p} leaves {_left(e)}"})
             continue
         err = 100 * (pred - held["step_time_s"].to_numpy()) / held["step_time_s"].to_numpy()
         errors += [(p, float(x)) for x in err]
