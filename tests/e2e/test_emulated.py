@@ -137,7 +137,7 @@ def test_emulated_study_labels_checks_and_advises_for_the_link(study):
     assert len(inter) == 2 and {g["status"] for g in inter} <= {"advice", "inconclusive"}, inter
     assert all("emulated inter-node (one host, " in g["text"] for g in inter)
     html = (work / "reports" / "emu" / "report.html").read_text()
-    assert "Model vs known link: 2 of 2 emulated link(s) recovered" in html
+    assert "Model vs known link: 2 of 2 emulated links recovered" in html
     assert "emulated inter-node (one host, 100 Mbit/s link)" in html
     assert "emulated inter-node (one host, 200 Mbit/s link)" in html
     assert leftovers() == []  # every point's cluster was removed after it

@@ -421,7 +421,8 @@ def test_packed_study_few_allocations_a_failed_point_and_kill_9(workdir):
     assert load_record(workdir, after, study)["status"] == "ok"
     # the report's Method keeps queue wait apart from run time, counted once a job
     html = (workdir / "reports" / study / "report.html").read_text()
-    assert f"{len(by_job)} Slurm allocation(s) for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
+    jobs = f"{len(by_job)} Slurm allocation{'s' if len(by_job) != 1 else ''}"
+    assert f"{jobs} for 12 points (12 packed" in html, html[html.find('id="method"'):][:3000]
     # your own KAN and inkan beside kanscale's, through Slurm (their readiness: test_own_kan_study.py)
     comm = html[html.index('<section id="comm">'):].split("</section>")[0]
     assert all(f"{name} [2,16,1]" in comm for name in ("kan-bspline", "tiny_kan.py:build", "inkan_kan.py:build")), \
