@@ -31,6 +31,8 @@ LABELS = {
     "largest_params": "largest measured parameters", "efficiency_threshold": "efficiency threshold",
     "gpu_hours": "cost (hours)", "global_batch": "global batch", "batch_per_rank": "per-rank batch",
     "batch_rule": "batch rule",
+    # the KAN-against-its-baseline verdict: "mlp" there is the study's MLP baseline (mlp_matched or mlp)
+    "ratio_kan_over_mlp": "KAN's time ÷ the baseline's", "ci": "95% CI", "kan": "KAN", "mlp": "MLP baseline",
 }
 # mapping keys by what their keys are: the header of the first column
 BY = {"_by_world_size": "world size", "_by_width": "hidden width"}
