@@ -46,3 +46,8 @@ def test_an_estimate_reads_alike_wherever_it_is_said():
     from scaling.common.fmt import about, error_text
     assert about(896.4) == "900" and about(51.0) == "51" and about(12345) == "12,000" and about(0.0123) == "0.012"
     assert [error_text(x) for x in (0.49, 9.84, 12.4, None)] == ["0.49%", "9.8%", "12%", "not validated"]
+
+
+def test_an_interval_may_name_its_level():
+    assert interval(0.345, 0.248, 0.480, 100, "%", floor=0.0, level="98.3%") == "34% [98.3% CI 25%, 48%]"
+    assert interval(96.0, 96.0, 96.0, level="95%") == "96"  # no interval, no level

@@ -62,10 +62,12 @@ def zero_width(lo, hi, value=None) -> bool:
     return abs(float(hi) - float(lo)) <= 1e-9 * size
 
 
-def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor: float | None = None) -> str:
+def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor: float | None = None,
+             level: str = "") -> str:
     """'8% [1%, 60%]' style: value and interval rounded alike to what the interval supports; a lower
     end below `floor` (a quantity that cannot be negative) is shown as the floor itself; a value with
-    no interval, or one of no width, alone at three significant digits."""
+    no interval, or one of no width, alone at three significant digits. `level` ('98.3%') names the
+    interval's level inside it: '8% [98.3% CI 1%, 60%]'."""
     if not _known(value):
         return "–"
     if floor is not None and _known(lo):
@@ -76,9 +78,10 @@ def interval(value, lo=None, hi=None, scale: float = 1.0, unit: str = "", floor:
     # each number to the interval's precision, and never fewer than two significant digits of its
     # own (3.9 [0.81, 19], not 4 [1, 19]: an end that crosses 1 must not round onto it); 0 reads 0
     f = (lambda x: "0" if x == 0 else f"{x * scale:,.{max(nd, _places2(x * scale))}f}")
+    at = f"{level} CI " if level else ""
     if unit == "%":  # '8% [1%, 60%]': a percentage reads with its sign on each number
-        return f"{f(value)}% [{f(lo)}%, {f(hi)}%]"
-    return f"{f(value)} [{f(lo)}, {f(hi)}]{unit}"
+        return f"{f(value)}% [{at}{f(lo)}%, {f(hi)}%]"
+    return f"{f(value)} [{at}{f(lo)}, {f(hi)}]{unit}"
 
 
 def band(b: dict | None, scale: float = 1.0, unit: str = "", floor: float | None = None) -> str:
@@ -88,15 +91,15 @@ def band(b: dict | None, scale: float = 1.0, unit: str = "", floor: float | None
     return interval(b.get("value"), b.get("lo"), b.get("hi"), scale, unit, floor)
 
 
-def seconds(value, lo=None, hi=None) -> str:
+def seconds(value, lo=None, hi=None, level: str = "") -> str:
     """A duration in the unit that reads best (ms below a second, s below an hour, h above)."""
     if not _known(value):
         return "–"
     if value < 1:
-        return interval(value, lo, hi, 1e3, " ms", floor=0.0)
+        return interval(value, lo, hi, 1e3, " ms", floor=0.0, level=level)
     if value < 3600:
-        return interval(value, lo, hi, 1.0, " s", floor=0.0)
-    return interval(value, lo, hi, 1 / 3600, " h", floor=0.0)
+        return interval(value, lo, hi, 1.0, " s", floor=0.0, level=level)
+    return interval(value, lo, hi, 1 / 3600, " h", floor=0.0, level=level)
 
 
 def cost_unit(device: str | None) -> str:

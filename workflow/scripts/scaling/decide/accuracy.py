@@ -107,8 +107,7 @@ def soonest(t: pd.DataFrame, exp: str, model: str, d: Decide) -> tuple[dict, pd.
     for _, r in reached.iterrows():
         if int(r["n_ok"]) < d.min_repeats and not any(key_of(r) == k for *_, k in unsure):
             unsure.append((_where(r), d.min_repeats - int(r["n_ok"]), key_of(r)))
-    t_txt = seconds(best["time_to_target_s"], best["time_to_target_s_ci_lo"], best["time_to_target_s_ci_hi"])
-    t_txt = t_txt.replace(" [", " [95% CI ", 1)
+    t_txt = seconds(best["time_to_target_s"], best["time_to_target_s_ci_lo"], best["time_to_target_s_ci_hi"], "95%")
     text = f"{exp}, {model}, to {_goal(t)}: {_where(best)} is soonest, {t_txt} of training"
     text += ("; " + "; ".join(parts)) if parts else "; no other world size reached it to compare"
     if int(best["world_size"]) == int(t.loc[t["model"] == model, "world_size"].max()):

@@ -74,10 +74,9 @@ def _efficiency_why(g: dict | None, device: str) -> str | None:
     p = past[0] if past else int(chosen)
     lo, hi = (ci.get(str(p)) or [None, None])
     where = f"at {p} {'GPUs' if device == 'GPU' else 'ranks'}"
-    val = interval(eff[str(p)], lo, hi, 100, "%", floor=0.0)
     # the guideline decides at its own level (98.3% when three world sizes decide); the strong table's
     # intervals are 95%: each says its level, as the guideline's text does
-    val = val.replace(" [", f" [{level_label(n.get('decision_level') or 0.95)} CI ", 1)
+    val = interval(eff[str(p)], lo, hi, 100, "%", floor=0.0, level=level_label(n.get("decision_level") or 0.95))
     if past:
         return f"{where} a step keeps only {val} of ideal efficiency (the threshold is {thr:.0%})"
     return f"efficiency stays at or above {thr:.0%} up to {p} ({val})"
