@@ -4,6 +4,7 @@ nothing is measured, the report says the records were imported, the 8-GPU step i
 said not to be communication."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -67,6 +68,10 @@ def test_seed_runs_imported_and_analysed(tmp_path):
     assert answer.index('class="answers"') < answer.index('id="imported"')
     assert "Where to run: where each model reached training loss" in answer
     assert "the runs were imported: measure those repeats on your cluster, or import them" in answer
+    # every section's call for repeats says where imported repeats come from, once
+    settles = re.findall(r'class="settle">To settle it: ([^<]*)<', html)
+    asks = [s for s in settles if "more repeat" in s]
+    assert asks and all(s.count("the runs were imported") == 1 for s in asks), asks
     # the baseline is the one-GPU run without DDP (no DDP run at one rank was imported): figures say so
     assert "samples/s at the baseline (1 rank without DDP)" in html
     operator = html[html.index('<section id="operator"'):]

@@ -3,7 +3,7 @@ one placement notation, and with a held-out target the verdicts a deployment is 
 model reaches the target soonest, and the KAN against its baseline) instead of the rule texts."""
 
 from scaling.common.fmt import cost, interval, seconds
-from scaling.report.answer import answer_context, comparison, to_target, where_text
+from scaling.report.answer import answer_context, comparison, imported_settle, to_target, where_text
 
 TARGET = "val_loss ≤ 0.09236"
 KAN, MLP = "kan-bspline [30,8,2] on t", "mlp_matched [30,8,2] on t"
@@ -98,3 +98,11 @@ def test_a_row_decided_by_a_measured_time_does_not_show_the_model_error_as_its_g
     predicted = answer_context({"model": model, "strong": None}, [deploy], {"ok": 1, "planned": 1})
     (row,) = predicted["rows"]
     assert row["verdict"] == "inconclusive" and row["error"].startswith("87")
+
+
+def test_imported_runs_are_told_where_repeats_come_from_once():
+    ask = "run 2 more repeats of 4x2"
+    once = imported_settle(ask)
+    assert once.startswith(ask) and "the runs were imported" in once
+    assert imported_settle(once) == once  # the answer and the sections both apply it
+    assert imported_settle("measure 1x4") == "measure 1x4" and imported_settle(None) is None

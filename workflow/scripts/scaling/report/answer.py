@@ -338,6 +338,18 @@ def sentence(a: dict) -> str:
     return text
 
 
+IMPORTED_REPEATS = (" (the runs were imported: measure those repeats on your cluster, or import them with a "
+                    "repeat column, docs/import.md)")
+
+
+def imported_settle(text: str | None) -> str | None:
+    """What settles a guideline, for runs that were imported: nothing here can be run again, so a call
+    for more repeats says where they come from (once, however often it is applied)."""
+    if not text or "more repeat" not in text or IMPORTED_REPEATS in text:
+        return text
+    return text + IMPORTED_REPEATS
+
+
 def runs_line(status: dict) -> dict:
     """'43 of 43 runs ok', the states that need a tile (failed, missing, running, ...) and how many
     ran contended (more busy ranks than cores, or beside another point: their times may be inflated)."""
@@ -354,11 +366,9 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
     versus = comparison(guidelines, device)
     items = [versus] if versus else []
     items += [{"status": a["status"], "text": sentence(a), "settle": a["settle"]} for a in answers]
-    if (provenance or {}).get("imported"):  # nothing here can be run again: say where repeats come from
+    if (provenance or {}).get("imported"):
         for it in items:
-            if it["settle"] and "more repeat" in it["settle"]:
-                it["settle"] += (" (the runs were imported: measure those repeats on your cluster, or import them "
-                                 "with a repeat column, docs/import.md)")
+            it["settle"] = imported_settle(it["settle"])
     # a DDP overhead that is not communication changes what to do about it: said here, not only in its section
     items += [{"status": g["status"], "text": g["text"], "settle": None} for g in guidelines
               if g["id"].startswith("overhead-not-comm-") and g["status"] == "advice"]

@@ -30,7 +30,7 @@ from ..tables import readiness_table as ready
 from ..tables.target import rule_text
 from . import operator
 from .anatomy_section import anatomy_context
-from .answer import answer_context, device_kind
+from .answer import answer_context, device_kind, imported_settle
 from .cells import critical_rows, heldout_rows, table_rows, tuning_rows
 from .figure_names import CRITICAL
 from .figure_names import HELDOUT_PREFIX as PREFIX
@@ -67,6 +67,9 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
                   readiness: dict | None = None) -> dict:
     reference = reference or {}
     guidelines = with_readiness_notes(guidelines, readiness)
+    if (provenance or {}).get("imported"):  # every section's "To settle it", not only the answer's
+        guidelines = [{**g, "settle": imported_settle(g.get("settle"))} if g.get("settle") else g
+                      for g in guidelines]
     settings = Settings.from_config(config)
     sections = {}
     for name in SECTIONS:
