@@ -7,6 +7,8 @@ under DDP (its unused parameter) and that failure is data; its guidelines say wh
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,13 @@ def test_kanscale_a_file_factory_inkan_and_a_broken_module_side_by_side_with_rea
     assert "cuda_graph_capture" in section  # the capture check's row, beside the DDP checks
     assert re.search(r"broken_kan.py:drifting \[2,8,1\]: <span class=\"badge fail\">not ready: unused_parameters, "
                      r"buffers_in_sync</span>", section), section[:3000]
+    # `make report` re-renders a finished study from its records: the readiness verdicts (a step outside
+    # the analysis made them) stay, as do the critical batch and the tuned rate where a study has them
+    again = subprocess.run([sys.executable, "workflow/scripts/study.py", "report", "study.yaml"], cwd=work,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rerendered = (work / "reports/own/report.html").read_text()
+    assert section in rerendered
     # the strong table lists the working implementations side by side
     strong = html[html.index('<section id="strong">'):]
     for name in ("kan-bspline [2,8,1]", "tiny_kan.py:build [2,8,1]", "inkan_kan.py:build [2,8,1]"):

@@ -289,6 +289,21 @@ def refresh_if_stale(cfg: dict, workdir: Path = Path(".")) -> Path | None:
     return render_partial(cfg, workdir)
 
 
+def factory_roots(cfg: dict) -> list[str]:
+    """The first path part of each relative file factory in model.impl ("examples" of
+    "examples/tiny_kan.py:build"): what a scratch folder must link to plan the same points."""
+    out = []
+    for impl in cfg["model"]["impl"]:
+        target = impl.rsplit(":", 1)[0]
+        if target.endswith(".py") and not Path(target).is_absolute():
+            out.append(Path(target).parts[0])
+    return sorted(set(out))
+
+
+# results a partial report reads where they exist (workflow/rules/common_tune.smk's get_*_path)
+PARTIAL_INPUTS = ("lr_tuning.json", "critical_batch.json", "ddp_readiness.json")
+
+
 def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> Path:
     """reports/<study>/report.html from the records that exist now (see the module docstring)."""
     study = cfg["study"]
@@ -299,12 +314,16 @@ def render_partial(cfg: dict, workdir: Path = Path("."), quiet: bool = True) -> 
         for name in ("points", "benchmarks", "attempts", "looks"):
             (results / name).mkdir(parents=True, exist_ok=True)
             (scratch / "results" / study / name).symlink_to(results / name)
-        if (results / "lr_tuning.json").exists():  # training.lr: tuned: the sweep's choice, for the report
-            (scratch / "results" / study / "lr_tuning.json").symlink_to(results / "lr_tuning.json")
+        # what steps outside the analysis made (the tuned rate, the critical batch, the readiness check): a
+        # partial report shows each where it exists, so it must exist in the scratch folder too
+        for name in PARTIAL_INPUTS:
+            if (results / name).exists():
+                (scratch / "results" / study / name).symlink_to(results / name)
         imported = cfg["import"]["path"] if cfg["import"] else None
-        # compared studies and imported runs: relative to the working directory, as in a run; linked at
-        # the same relative path, so the report cites the path the config gives
-        for folder in list(cfg["report"]["compare"]) + ([imported] if imported else []):
+        # compared studies, imported runs and file factories: relative to the working directory, as in a
+        # run; linked at the same relative path, so the report cites the path the config gives and each
+        # point keeps its id (a factory's path is part of it)
+        for folder in list(cfg["report"]["compare"]) + ([imported] if imported else []) + factory_roots(cfg):
             link = scratch / folder
             if not link.exists() and (workdir / folder).exists():
                 link.parent.mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,9 @@ def resolve_paths(cfg: dict, files: list[tuple[str | Path, dict]], cwd: Path | N
         if not is_file or Path(target).is_absolute():
             continue
         base = next((Path(path).resolve().parent for path, raw in reversed(files) if impl in _listed(raw)), cwd)
-        path = (base / target).resolve()
+        # normalised, not resolved: a folder linked in (a partial report's scratch folder links the
+        # study's) keeps the path the config gives, and with it the point's id
+        path = Path(os.path.normpath(base / target))
         shown = os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)
         impls[i] = f"{shown}:{function}"
 
