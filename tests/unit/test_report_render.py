@@ -142,6 +142,10 @@ def test_missing_data_become_placeholders(tmp_path):
     assert 'id="figure-headline"' not in out
     assert "Not planned in this study, so not in this report: communication overhead, model size." in out
     assert "guidelines this study cannot give yet, and what each needs" in out and "No answer yet" in out
+    # what the unplanned experiments would decide is not listed as missing: "What was run" names them once
+    missing = out[out.index('class="not-decided"'):out.index("</details>", out.index('class="not-decided"'))]
+    assert "<b>memory</b>" not in missing and "<b>inter-node</b>" not in missing
+    assert "<b>" in missing  # the strong and weak experiments' own are still listed
     assert 'id="expectations"' not in out
     for sid in ("answer", "strong", "weak", "method"):
         assert opening(sid) in out
@@ -193,3 +197,13 @@ def test_the_first_line_names_what_was_measured():
     assert subject({"strong": frame([row("strong", 1, 1)])}) == "KAN"
     bert = frame([row("strong", 1, 1)]).assign(model="bert")
     assert subject({"strong": bert}) == "bert" and subject({}) == "KAN"
+
+
+def test_exposed_communication_of_strong_points_is_shown_without_a_comm_experiment(tmp_path):
+    # strong points at 1 and 2 ranks with an exposed-communication probe, three repeats each, no comm points:
+    # the share's guideline decides something, so the communication section is shown to hold it
+    df = frame([row("strong", 1, g, rep=r, exposed_comm_pct=(40.0 + r) if g > 1 else None)
+                for g in (1, 2) for r in range(3)])
+    out = render(tmp_path, df)
+    assert 'id="guideline-comm-share-strong"' in section(out, "comm")
+    assert "Not planned in this study, so not in this report: model size." in out

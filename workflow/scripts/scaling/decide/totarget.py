@@ -224,7 +224,9 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
             nums_steps: dict) -> dict:
     t_best = float(best["time_to_target_s"])
     soonest = min(rows, key=lambda r: r["time_s"])
-    beyond = [r for r in rows if r["world_size"] > int(best["world_size"])]
+    # the world sizes past the measured soonest that were not measured: where one was, its measured time
+    # decides (the measured guideline says so), not the model's prediction of it
+    beyond = [r for r in rows if r["world_size"] > int(best["world_size"]) and r["measured_s"] is None]
     nums = {**nums_steps,
             "measured_soonest": {"world_size": int(best["world_size"]), "time_to_target_s": rounded(t_best, 6)},
             "predicted_soonest": _num(soonest), "predictions": [_num(r) for r in rows]}
@@ -239,9 +241,8 @@ def _decide(gid: str, exp: str, model: str, rows: list[dict], best, rule: str, h
     head = f"{exp}, {model}: predicted ({how_steps} x the model's step time{how}), not measured"
     sooner = [r for r in beyond if r["hi"] < t_best and r["extrapolated"]]
     unvalidated = [r for r in beyond if r["loo_error_pct"] is None]
-    if not beyond:
-        text = f"{head}: nothing past {int(best['world_size'])} ranks to predict{err}."
-        return guideline(gid, "time-to-accuracy", "not_enough_data", text, rule, nums)
+    if not beyond:  # every world size it would predict was measured: the measured guideline answers
+        return None
     if sooner:
         r = min(sooner, key=lambda x: x["time_s"])
         text = (f"{head}: {_where(r)} would reach it in {seconds(r['time_s'], r['lo'], r['hi'])}, sooner "

@@ -79,9 +79,12 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         sections[name] = {"table": table, "core": core_table(name, table), "figures": figures,
                           "num_guidelines": sum(g.get("topic") == name for g in guidelines),
                           # strong and weak scaling are what every study asks: always shown, with
-                          # placeholders; another section only when something of it was measured
+                          # placeholders; another section only when something of it was measured, or
+                          # a guideline of its topic decided something (the exposed communication share of
+                          # strong and weak points is communication overhead, with no comm experiment too)
                           "shown": name in ("strong", "weak") or bool(table["rows"])
-                          or any("data_uri" in f for f in figures)}
+                          or any("data_uri" in f for f in figures)
+                          or any(g.get("topic") == name and g.get("status") != "not_enough_data" for g in guidelines)}
     sections["comm"]["allreduce"] = table_rows("allreduce", tables.get("allreduce_sizes"))
     sections["ddp"]["model"] = ddp_model_rows(tables.get("model"))
     fits = tables.get("fits") or {}
@@ -100,7 +103,9 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "queue": queue.text((provenance or {}).get("queue")),
         "sections": sections,
         "guidelines_by_topic": guidelines_by_topic(guidelines),
-        "not_enough": [{**g, "slug": slug(g["id"])} for g in guidelines if g.get("status") == "not_enough_data"],
+        # an experiment the study did not plan is named once, in "What was run", not as guidelines it lacks
+        "not_enough": [{**g, "slug": slug(g["id"])} for g in guidelines if g.get("status") == "not_enough_data"
+                       and (sections.get(g.get("topic")) or {}).get("shown", True)],
         "answer": {**answer_context(tables, guidelines, status, provenance), "on": placement_text(provenance)},
         "headline": next((f for f in figure_entries(manifest, figures_dir, ["headline"]) if "data_uri" in f), None),
         "measured_on": measured_on(tables.get("points"), provenance or {}),
