@@ -39,6 +39,17 @@ def test_up_to_three_nodes_predict_the_four_node_placements(table):
     assert r["model_mae_pct"] < r["p-model_mae_pct"]  # the world-size model it replaces
 
 
+def test_one_node_tables_predict_eight_gpus_from_one_to_four():
+    # 42 public one-node tables (NVIDIA DeepLearningExamples: Transformer-XL, Jasper, SSD300, BERT-large,
+    # ResNet-50 on DGX-1, DGX-2, DGX-2H, DGX A100): each 8-GPU step predicted from its 1 to 4 GPU runs
+    res = [bench.score(p, "1 node -> 8", ["1x8"], False) for p in sorted((TABLES / "one-node").glob("*.csv"))]
+    assert len(res) == 42 and all(r["predicted"] == 1 for r in res)
+    worst = max(res, key=lambda r: r["model_mae_pct"])
+    assert worst["model_mae_pct"] <= 10, worst
+    assert np.mean([r["model_mae_pct"] for r in res]) <= 3
+    assert np.mean([r["coverage_pct"] for r in res]) >= 75
+
+
 @pytest.mark.parametrize("table", ["pollux_t4_bert", "sia_rtx_bert"])
 def test_up_to_two_nodes_bound_three_and_four_and_say_they_extrapolate(table):
     spec = [f"{n}x{g}" for n in (3, 4) for g in (1, 2, 3, 4, 8)]
