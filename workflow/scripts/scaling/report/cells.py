@@ -66,6 +66,9 @@ def _ratio(r, col, nd=2, pct=False):
     f = (lambda x: f"{100 * float(x):.1f}%") if pct else (lambda x: number_text(float(x), nd))
     if col in BASELINE_RATIOS and str(r.get("is_baseline")).lower() == "true":
         return f(v) + " (baseline)"
+    # the run without DDP against itself: 1 by definition, its spread no ratio's
+    if col.endswith("_vs_nonddp") and str(r.get("ddp")).lower() == "false" and int(r["world_size"]) == 1:
+        return f(v) + " (baseline)"
     lo, hi = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi")
     return f(v) + ("" if zero_width(lo, hi, v) else f" [{f(lo)}, {f(hi)}]")
 
@@ -114,6 +117,14 @@ def _bytes(r):
         f"{txt} ({float(r['bytes_ratio']):.3g}×)"
 
 
+def _exposed(r, how: str = "median"):
+    """The exposed communication share; at one rank there is no all-reduce to expose (synced less no_sync
+    there is DDP's own bookkeeping, which the operator section and the guidelines count as none)."""
+    if int(r["world_size"]) == 1:
+        return "– (1 rank)"
+    return number_text(r.get("exposed_comm_pct_median"), 1) if how == "median" else _ci(r, "exposed_comm_pct", 1)
+
+
 # per study: (header, function of the row) -- units in the headers
 TABLE_COLUMNS = {
     "strong": [
@@ -126,7 +137,7 @@ TABLE_COLUMNS = {
         ("efficiency vs DDP base [95% CI]", lambda r: _ratio(r, "efficiency", pct=True)),
         ("efficiency vs non-DDP", lambda r: _ratio(r, "efficiency_vs_nonddp", pct=True)),
         ("Karp–Flatt e", _kf),
-        ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
+        ("exposed comm % (median)", _exposed),
         ("time to target s", _t2t),
         ("time-to-target speedup", lambda r: _ratio(r, "time_to_target_speedup")),
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
@@ -140,13 +151,13 @@ TABLE_COLUMNS = {
         ("weak efficiency vs DDP base [95% CI]", lambda r: _ratio(r, "weak_efficiency", pct=True)),
         ("weak efficiency vs non-DDP", lambda r: _ratio(r, "weak_efficiency_vs_nonddp", pct=True)),
         ("scaled speedup", lambda r: _ratio(r, "scaled_speedup")),
-        ("exposed comm % (median)", lambda r: number_text(r.get("exposed_comm_pct_median"), 1)),
+        ("exposed comm % (median)", _exposed),
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "comm": [
         ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
         ("world size", lambda r: int(r["world_size"])), ("ok/planned", _runs),
-        ("exposed comm % (mean [95% CI])", lambda r: _ci(r, "exposed_comm_pct", 1)),
+        ("exposed comm % (mean [95% CI])", lambda r: _exposed(r, "mean")),
         ("exposed comm ms (median)", lambda r: number_text(1e3 * r["exposed_comm_s_median"], 2)
          if known(r.get("exposed_comm_s_median")) else "–"),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
