@@ -224,3 +224,22 @@ def test_a_pick_past_what_was_measured_needs_its_interval_to_clear_the_threshold
     model["models"]["m"]["recommendation"].update(fastest=inside, cheapest=inside)
     (g,) = recommendation(model, 25)
     assert g["status"] == "advice"
+
+
+def test_a_single_rank_error_asks_for_what_could_settle_it():
+    """The single-rank class has one world size: its left-out error is the compute of the DDP runs
+    carried to one rank, which neither repeats nor more world sizes of that class can settle."""
+    from scaling.decide.deploy import recommendation
+    pick = {"world_size": 1, "placement_class": "single-rank", "gpu_hours": 1.0, "extrapolated": False,
+            "time_s": {"value": 1.0, "lo": 0.9, "hi": 1.1}, "efficiency": {"value": 1.0},
+            "validation": "LOO MAPE 76.2% over p = 1"}
+    work = {"samples": 1000, "epochs": 1, "batch_rule": "fixed global batch", "global_batch": 128}
+    placements = {"single-rank": {"predictions": [pick], "validation": {"loo_mape_pct": 76.2}},
+                  "intra-node": {"predictions": [pick], "validation": {"loo_mape_pct": 30.0}}}
+    model = {"models": {"m": {"work": work, "placements": placements,
+                              "recommendation": {"efficiency_threshold": 0.75, "work": work, "fastest": pick,
+                                                 "cheapest": pick}}}}
+    (g,) = recommendation(model, 25)
+    single, intra = g["settle"].split("; intra-node: ")
+    assert g["status"] == "inconclusive" and "more repeats will not settle it" in single
+    assert "more repeats or world sizes" not in single and intra.endswith("more repeats or world sizes")

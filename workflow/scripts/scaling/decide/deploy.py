@@ -3,7 +3,7 @@ model's predictions, advice only where the model's held-out error is within repo
 
 from __future__ import annotations
 
-from ..common.columns import REAL_PLACEMENTS
+from ..common.columns import REAL_PLACEMENTS, SINGLE
 from ..common.fmt import cost, seconds
 from .rules import guideline, ranks
 
@@ -55,11 +55,7 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
                 if e.get("predictions") and cls in REAL_PLACEMENTS and not e["validation"].get("measured")}
         bad = [(cls, v) for cls, v in vals.items() if v.get("loo_mape_pct") is None or v["loo_mape_pct"] > max_mape_pct]
         if bad:
-            settle = "; ".join(
-                f"{cls}: " + (f"LOO MAPE {v['loo_mape_pct']:.1f}% > {max_mape_pct:g}%: more repeats or world sizes"
-                              if v.get("loo_mape_pct") is not None else
-                              f"{v.get('reason', 'not validated')} — measure three or more world sizes there")
-                for cls, v in bad)
+            settle = "; ".join(f"{cls}: " + _settle(cls, v, max_mape_pct) for cls, v in bad)
             out.append(guideline(gid, "deploy", "inconclusive", text, rule, nums, settle))
             continue
         # past what was measured, the placement model's prediction interval is all there is: where it
@@ -77,6 +73,19 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
         out.append(guideline("deploy", "deploy", "not_enough_data", "strong-scaling points: the recommendation "
                              "places the configured strong-scaling work.", rule, {}))
     return out
+
+
+def _settle(cls: str, v: dict, max_mape_pct: float) -> str:
+    """What would validate one placement class. The single-rank class has one world size: leaving it out
+    predicts the one-rank runs from the compute the larger world sizes imply, and no further world
+    size of its own exists to measure."""
+    if v.get("loo_mape_pct") is None:
+        return f"{v.get('reason', 'not validated')} — measure three or more world sizes there"
+    head = f"LOO MAPE {v['loo_mape_pct']:.1f}% > {max_mape_pct:g}%"
+    if cls == SINGLE:
+        return (f"{head}: the compute the DDP runs imply does not carry to one rank (ranks sharing a host's cores, "
+                f"or DDP's own cost); more repeats will not settle it: measure where each rank has cores of its own")
+    return f"{head}: more repeats or world sizes"
 
 
 def held_out(holdout: dict | None, max_error_pct: float) -> list[dict]:
