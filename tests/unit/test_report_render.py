@@ -207,3 +207,13 @@ def test_exposed_communication_of_strong_points_is_shown_without_a_comm_experime
     out = render(tmp_path, df)
     assert 'id="guideline-comm-share-strong"' in section(out, "comm")
     assert "Not planned in this study, so not in this report: model size." in out
+
+
+def test_a_deploy_guideline_says_when_the_answer_rests_on_a_measured_time_instead():
+    from scaling.report.render import with_answer_notes
+    gs = [{"id": "deploy-kan [2,8,1]", "status": "inconclusive"}, {"id": "deploy-mlp [2,8,1]", "status": "advice"},
+          {"id": "strong-efficiency-kan [2,8,1]", "status": "advice"}]
+    out = with_answer_notes(gs, {"kan [2,8,1]": "val_loss ≤ 0.09"})
+    assert out[0]["answer_note"] == ("The answer above places kan [2,8,1] by its measured time to val_loss ≤ 0.09, "
+                                     "not by this prediction of the configured work.")
+    assert "answer_note" not in out[1] and "answer_note" not in out[2]

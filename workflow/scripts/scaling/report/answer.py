@@ -379,6 +379,7 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
     # the target a row's "where to run" is chosen by, when any is (the table's pointer says so)
     targets = sorted({a["target"] for a in answers if a.get("target")})
     return {"items": items, "runs": runs_line(status), "terms": TERMS, "targets": targets,
+            "by_target": {a["model"]: a["target"] for a in answers if a.get("target")},
             "imported": imported_text(provenance),
             "headers": ["model", "where to run", "speedup", "efficiency", "time there", "cost",
                         "step bound", "model error", "verdict"],

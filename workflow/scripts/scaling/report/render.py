@@ -92,6 +92,8 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
     status = status_summary(tables.get("points"))
     models = model_sections(tables.get("model"), device_kind(provenance))
     notes = reference_notes(tables, reference)
+    answer = {**answer_context(tables, guidelines, status, provenance), "on": placement_text(provenance)}
+    guidelines = with_answer_notes(guidelines, answer["by_target"])
     return {
         "study": study,
         "subject": subject(tables),
@@ -106,7 +108,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         # an experiment the study did not plan is named once, in "What was run", not as guidelines it lacks
         "not_enough": [{**g, "slug": slug(g["id"])} for g in guidelines if g.get("status") == "not_enough_data"
                        and (sections.get(g.get("topic")) or {}).get("shown", True)],
-        "answer": {**answer_context(tables, guidelines, status, provenance), "on": placement_text(provenance)},
+        "answer": answer,
         "headline": next((f for f in figure_entries(manifest, figures_dir, ["headline"]) if "data_uri" in f), None),
         "measured_on": measured_on(tables.get("points"), provenance or {}),
         "looks": looks_context(look, guidelines, config["repeats"], settings),
@@ -189,6 +191,19 @@ def readiness_context(found: dict | None) -> list[dict] | None:
     return [{"name": name,
              "failed": [c["check"] for c in checks if c["pass"] is False and c["check"] != ready.CAPTURE],
              "checks": [{**c, "verdict": word[c["pass"]]} for c in checks]} for name, checks in found.items()]
+
+
+def with_answer_notes(guidelines: list[dict], by_target: dict[str, str]) -> list[dict]:
+    """A model the answer places by its measured time to a target: its deploy guideline (the model's
+    prediction of the configured work) answers another question, and says so beside its verdict."""
+    out = []
+    for g in guidelines:
+        model = g["id"][len("deploy-"):] if g["id"].startswith("deploy-") else None
+        if model in by_target:
+            g = {**g, "answer_note": f"The answer above places {model} by its measured time to "
+                                     f"{by_target[model]}, not by this prediction of the configured work."}
+        out.append(g)
+    return out
 
 
 def with_readiness_notes(guidelines: list[dict], found: dict | None) -> list[dict]:
