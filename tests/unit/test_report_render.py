@@ -158,7 +158,7 @@ def test_fits_model_and_time_to_target_sections(html):
     assert "not enough world sizes to fit (have 2, need 3)" in html
     model = section(html, "model")
     assert "Predictions, not measurements" in model and "Model error: LOO MAPE" in model
-    assert 'class="data model-predictions"' in model and "extrapolated" in model
+    assert 'class="data model-predictions"' in model and "extrapolates: " in model  # how far past, not a bare flag
     assert "model-predictions" not in section(html, "strong")
     assert "time to target s" in html and "1.5 × the final training loss" in html
     assert "All-reduce sweep (busbw)" in html and 'id="table-allreduce"' in html

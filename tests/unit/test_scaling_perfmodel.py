@@ -205,3 +205,24 @@ def test_corun_factor_interpolates_between_measured_cores_and_holds_beyond():
     got = corun_factor(curve, [1, 2, 3, 8, float("nan")])
     assert list(got) == pytest.approx([1.0, 1.5, 1.75, 2.0, 1.0])
     assert list(corun_factor({}, [4])) == [1.0]  # nothing measured: no factor
+
+
+def test_past_what_was_measured_the_placement_model_bounds_the_prediction_too():
+    """Own runs keep the world-size model; past the largest placement measured, each prediction says how
+    far it extrapolates and its band holds the placement model's interval (the forms the data allow),
+    or says why the placement model would not go there."""
+    th = settings(bootstrap_samples=30, predict_max_factor=8, max_gpus_per_node=64, efficiency_threshold=0.5)
+    before = fit_performance_model(synthetic(sizes=(1, 2, 4)), sweep(), th)
+    intra = before["models"]["kan-bspline [2,64,1]"]["placements"]["intra-node"]
+    preds = {r["world_size"]: r for r in intra["predictions"]}
+    assert "extrapolation" not in preds[4] and "placement" not in preds[4]  # measured: as the model says
+    eight = preds[8]
+    assert eight["placement"] == "1x8" and "8 ranks a node, past the 4 measured" in eight["extrapolation"]
+    assert "placement model" in eight["interval_from"]
+    step = eight["step_time_s"]
+    assert step["lo"] < step["value"] < step["hi"]
+    # the efficiency and time bands follow the step's
+    assert eight["time_s"]["lo"] < eight["time_s"]["value"] < eight["time_s"]["hi"]
+    assert eight["efficiency"]["lo"] < eight["efficiency"]["value"] < eight["efficiency"]["hi"]
+    # 16 ranks a node is past twice the 4 measured: the placement model refuses it, and the row says so
+    assert "world-size model only" in preds[16]["interval_from"] and "ranks a node" in preds[16]["interval_from"]

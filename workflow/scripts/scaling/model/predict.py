@@ -114,6 +114,12 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
                          f"validated by leaving one placement out; the ring terms below are the world-size model's, "
                          f"kept for comparison")
         res["plausible_forms"] = [" + ".join(f.form) for f in placed.forms]
+    # kanscale's own runs keep the world-size model; past what was measured, the placement model (nodes
+    # and GPUs a node apart, the spread between the forms the data cannot tell apart) bounds it too
+    own = None
+    if placed is None and ((mine["ddp"].astype(bool)) & (mine["world_size"] > 1)).any():
+        own = Placed(mine, point, fam, run_to_run(mine)[:2])
+        own = own if own.forms else None
     classes = [SINGLE] + sorted(c for c in point["comm"])
     measured = mine.groupby("placement_class")["world_size"].max().to_dict()
     for cls in classes:
@@ -153,6 +159,10 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         if weak is not None:  # the weak experiment's step at its per-rank batch (decide/totarget.py)
             entry["weak_predictions"] = _predictions(point, draws, fam, cls, weak, P, n, max_p, factor, max_gpn,
                                                      measured.get(cls, 0), _sharing(mine, cls))
+        if own is not None and cls in (INTRA, INTER):
+            for key, wk in (("predictions", w), ("weak_predictions", weak)):
+                if key in entry:
+                    _past_measured(entry[key], own, cls, wk, P, max_gpn, _sharing(mine, cls), res["device"])
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
@@ -215,6 +225,39 @@ def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> 
             "measured": seen is not None, "interval_from": how, "oversubscription": 1.0, "corun_slowdown": 1.0,
         })
     return rows, refused
+
+
+def _past_measured(rows: list[dict], own: Placed, cls: str, w: dict, P: float, max_gpn: int, share,
+                   device: str = "GPU") -> None:
+    """Widen each prediction past what was measured to the envelope of its bootstrap band (the
+    world-size model's parameters only) and the placement model's 95% interval at the same placement
+    (the forms the data allow, and their left-out error), and say how far it extrapolates; a placement
+    the placement model refuses keeps its band and the refusal. In place."""
+    gpn = int(max(own.rows.G[own.rows.N > 1], default=1)) if len(own.rows.N) else 1
+    for r in rows:
+        p = int(r["world_size"])
+        where = placement_of(cls, p, max_gpn, gpn)
+        if not r.get("extrapolated") or where is None:
+            continue
+        N, G = where
+        pred, why, past = own.predict(N, G, _batch(w, p), *share(p), P)
+        # the placement model speaks of GPUs; CPU ranks are ranks
+        past, why = ((x if device == "GPU" or not x else x.replace("GPUs a node", "ranks a node")) for x in (past, why))
+        r.update(placement=f"{N}x{G}", extrapolation=past or f"extrapolates: {p} ranks, past the measured")
+        if pred is None or pred.interval is None:
+            r["interval_from"] = f"bootstrap band of the world-size model only: {why or pred.reason}"
+            continue
+        base = r["time_s"]["value"] * r["speedup"]["value"]  # the one-rank time the speedups divide
+        b = _batch(w, p)
+        lo = min(pred.interval[0], r["step_time_s"]["lo"] or pred.interval[0])
+        hi = max(pred.interval[1], r["step_time_s"]["hi"] or pred.interval[1])
+        t_lo, t_hi = float(_total_time(w, p, lo)), float(_total_time(w, p, hi))
+        for key, a, z in (("step_time_s", lo, hi), ("time_s", t_lo, t_hi), ("samples_per_s", b * p / hi, b * p / lo),
+                          ("speedup", base / t_hi, base / t_lo), ("efficiency", base / t_hi / p, base / t_lo / p)):
+            r[key] = {**r[key], "lo": min(a, r[key]["lo"] if r[key]["lo"] is not None else a),
+                      "hi": max(z, r[key]["hi"] if r[key]["hi"] is not None else z)}
+        r["interval_from"] = ("the world-size model's bootstrap band widened to the placement model's "
+                              f"{pred.interval_from}")
 
 
 def _sharing(mine: pd.DataFrame, cls: str):
