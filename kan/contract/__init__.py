@@ -9,4 +9,5 @@ anywhere here: the planner and the launcher import it in processes that must sta
     point_args.py      the trainer's command line: one flag per field, parsed back into the same Point
     record.py          a point's JSON record: the atomic writer and the validating reader
     factory.py         `model.impl` as `package.module:function` or `path/file.py:function`
+    capture_hooks.py   which DDP comm hooks may run in a CUDA-graph captured step (planner and trainer)
 """

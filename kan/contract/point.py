@@ -23,6 +23,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from .capture_hooks import capture_refusal
 from .data_config import DataConfig
 from .fields import PointError, as_tuple, default, flag, flag_value, from_dict, meta, plain, validate
 from ..lr import LR_SCALINGS, scaled_lr
@@ -119,11 +120,11 @@ class TrainConfig:
             return
         validate(self, "training.", None)
         if self.comm_probe_every == 1:
-            raise PointError("training.comm_probe_every",
-                             "1 would never run a synchronised step; use 0 (no probe) or >= 2")
+            raise PointError("training.comm_probe_every", "1 would never run a synchronised step; use 0 (no probe) or >= 2")
+        if why := capture_refusal(self.cuda_graphs, self.comm_hook):  # the planner leaves it out; a trainer refuses
+            raise PointError("training.comm_hook", why)
         if not self.ddp and {k: v for k, v in self.changed_ddp_settings().items() if k != "cuda_graphs"}:
-            raise PointError("training.comm_hook",
-                             f"the non-DDP baseline has no DDP settings: {self.changed_ddp_settings()}")
+            raise PointError("training.comm_hook", f"the non-DDP baseline has no DDP settings: {self.changed_ddp_settings()}")
 
     def checkable(self) -> TrainConfig:
         """This config, or where its rate is unset (a tuned point before the sweep has chosen), the

@@ -197,6 +197,17 @@ def test_inject_comm_delay_is_refused_with_cuda_graphs_naming_both(tmp_path):
     train.parse(args[:1] + args[2:])  # without capture the delay is a valid validation aid
 
 
+def test_the_trainer_refuses_a_hook_that_cannot_be_captured_as_the_planner_does(tmp_path):
+    from kan.contract.capture_hooks import capture_conflict
+    why = capture_conflict({"cuda_graphs": True, "comm_hook": "powersgd"})  # the planner's reason
+    args = ["--widths=2,4,1", "--cuda-graphs", "--comm-hook=powersgd", "--out", str(tmp_path / "r.json")]
+    with pytest.raises(train.UsageError, match=r"--comm-hook: powersgd cannot run under CUDA-graph capture") as e:
+        train.parse(args)
+    assert why in str(e.value) and "allowed under capture: none" in str(e.value)
+    assert train.main(args) == 2
+    train.parse([a for a in args if a != "--cuda-graphs"])  # eager, PowerSGD is a setting like any
+
+
 def test_a_hooks_bytes_under_capture_are_those_counted_in_the_captured_step():
     counter = ddp_wrap.ByteCounter()
     with counter.counting(True):  # what around_capture counts: the hook's all-reduces, once

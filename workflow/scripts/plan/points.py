@@ -11,6 +11,8 @@ import itertools
 import json
 
 from kan.contract import factory
+# the capture rule is the trainer's own, so planner and trainer refuse alike
+from kan.contract.capture_hooks import CAPTURE_SAFE_HOOKS, capture_conflict  # noqa: F401
 from kan.contract.point import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
 from kan.contract.fields import default
 from scaling.common.repeats import RepeatPlan
@@ -112,28 +114,6 @@ def sweep_setting(cfg: dict) -> tuple[str, int, int]:
         b = exps["batch"]
         return "batch", b["samples"], min(b["global_batches"])
     return name, exps[name]["samples"], exps[name]["batch_per_rank"]
-
-
-# DDP comm hooks known to run inside a captured step. A hook's Python runs once, while the step is
-# captured, and a replay re-runs only the kernels it launched then: PowerSGD's decompress calls
-# torch.cuda.synchronize (illegal while capturing) and rebinds its per-bucket error-feedback tensor
-# in Python, so even without the sync every replay would reuse the error frozen at capture; fp16
-# and bf16 finish in a future's `.then` callback that no CUDA test here has shown to be captured.
-# A hook joins this tuple when a CUDA test shows a captured step with it trains as the eager one.
-CAPTURE_SAFE_HOOKS = ("none",)
-CAPTURE_UNSAFE_WHY = {
-    "powersgd": "PowerSGD synchronises the device inside its hook (illegal while capturing) and keeps "
-                "per-bucket error state in Python that a replay would freeze",
-}
-NOT_SHOWN_WHY = "no CUDA test has shown the hook runs inside a captured step"
-
-
-def capture_conflict(setting: dict) -> str | None:
-    """Why a ddp setting (TrainConfig fields) cannot run under CUDA-graph capture; None if it can or
-    does not capture."""
-    if not setting["cuda_graphs"] or setting["comm_hook"] in CAPTURE_SAFE_HOOKS:
-        return None
-    return CAPTURE_UNSAFE_WHY.get(setting["comm_hook"], NOT_SHOWN_WHY)
 
 
 def _ddp_product(cfg: dict) -> list[dict]:
