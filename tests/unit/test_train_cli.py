@@ -103,14 +103,13 @@ def test_a_failed_rank_whose_teardown_hangs_writes_its_record_and_leaves(tmp_pat
     import os
     import subprocess
     import sys
-    import time
 
     out = tmp_path / "r.json"
-    t0 = time.monotonic()
+    # a rank that stayed in its hung teardown would outlive the timeout (TimeoutExpired fails the test)
     run = subprocess.run([sys.executable, "-c", HANGS_WHEN_RELEASED, *SMALL, "--out", str(out)], capture_output=True,
                          text=True, timeout=120, env={**os.environ, "KANSCALE_FAILED_EXIT_S": "2"})
     # the record first, then 2 s for the teardown: the rank leaves with 1 and the stack of where it hung
-    assert run.returncode == 1 and time.monotonic() - t0 < 60, run.stderr[-2000:]
+    assert run.returncode == 1, run.stderr[-2000:]
     rec = records.read(out)
     assert rec["status"] == "failed" and rec["reason"] == "Lost: the peer is gone"
     assert "Timeout (0:00:02)!" in run.stderr and "in __del__" in run.stderr
