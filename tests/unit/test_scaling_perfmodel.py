@@ -226,3 +226,22 @@ def test_past_what_was_measured_the_placement_model_bounds_the_prediction_too():
     assert eight["efficiency"]["lo"] < eight["efficiency"]["value"] < eight["efficiency"]["hi"]
     # 16 ranks a node is past twice the 4 measured: the placement model refuses it, and the row says so
     assert "world-size model only" in preds[16]["interval_from"] and "ranks a node" in preds[16]["interval_from"]
+
+
+def test_one_rank_is_its_measured_step_where_the_run_without_ddp_was_measured():
+    """The single-rank class is compute alone: where the run without DDP was measured at the work's
+    per-rank batch, its row is that measurement (no left-out error gates it), not the model's compute."""
+    th = settings(bootstrap_samples=30, predict_max_factor=2, max_gpus_per_node=8, efficiency_threshold=0.5)
+    rows = synthetic().to_dict("records")
+    plain = []
+    for rep, step in enumerate((0.0030, 0.0032, 0.0031)):  # the model's compute at b = 1024 is ~3.05 ms
+        r = row("strong", 1, 1, rep, samples_per_s=1024 / step, batch_per_rank=1024, num_params=5377, ddp=False)
+        r.update(step_time_s=step, grads_bytes=4 * 5377)
+        plain.append(r)
+    m = fit_performance_model(clean(frame(rows + plain)), sweep(), th)
+    single = m["models"]["kan-bspline [2,64,1]"]["placements"]["single-rank"]
+    assert single["validation"]["measured"] and single["validation"]["loo_mape_pct"] is None
+    (one,) = single["predictions"]
+    assert one["measured"] and one["step_time_s"]["value"] == pytest.approx(0.0031)
+    assert one["step_time_s"]["lo"] < 0.0031 < one["step_time_s"]["hi"]
+    assert one["time_s"]["value"] == pytest.approx(2 * 10 * 0.0031)  # 2 epochs of ceil(10000 / 1024) steps

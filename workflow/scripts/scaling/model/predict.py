@@ -150,12 +150,16 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
             res["placements"][cls] = entry
             continue
         entry["validation"] = validate(train, sweep, model, cls)
-        if placed is not None and entry["validation"].get("loo_mape_pct") is None and _plain_run_at(mine, w):
-            # the one-rank step is the run without DDP itself (compute = that step): measured, not modelled
+        plain = _plain_steps(df[df["model"] == model], w) if cls == SINGLE else None
+        if plain is not None:
+            # the one-rank step is the run without DDP itself (the single-rank class is compute alone): its
+            # measurement, not the model's compute, and no left-out error gates it
             entry["validation"] = {"method": "measured: the one-rank run without DDP at this per-rank batch",
                                    "measured": True, "loo_mape_pct": None}
         entry["predictions"] = _predictions(point, draws, fam, cls, w, P, n, max_p, factor, max_gpn,
                                             measured.get(cls, 0), _sharing(mine, cls))
+        if plain is not None:
+            _as_measured(entry["predictions"][0], plain, w)
         if weak is not None:  # the weak experiment's step at its per-rank batch (decide/totarget.py)
             entry["weak_predictions"] = _predictions(point, draws, fam, cls, weak, P, n, max_p, factor, max_gpn,
                                                      measured.get(cls, 0), _sharing(mine, cls))
@@ -168,9 +172,24 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
     return res
 
 
-def _plain_run_at(mine: pd.DataFrame, w: dict) -> bool:
-    plain = mine[~mine["ddp"].astype(bool) & (mine["world_size"] == 1)]
-    return bool((plain["batch_per_rank"] == _batch(w, 1)).any())
+def _plain_steps(runs: pd.DataFrame, w: dict) -> np.ndarray | None:
+    """The steps of a model's ok one-rank runs without DDP at the work's per-rank batch, or None."""
+    plain = runs[(runs["status"] == "ok") & ~runs["ddp"].astype(bool) & (runs["world_size"] == 1)
+                 & (runs["batch_per_rank"] == _batch(w, 1)) & (runs["step_time_s"] > 0)]
+    steps = plain["step_time_s"].dropna().to_numpy(float)
+    return steps if len(steps) else None
+
+
+def _as_measured(row: dict, steps: np.ndarray, w: dict) -> None:
+    """The one-rank row as measured: its runs' mean step and 95% interval, the time and rate from it."""
+    step, lo, hi = _measured_band(steps)
+    b = _batch(w, 1)
+    band = lambda f: {"value": f(step), "lo": None if lo is None else min(f(lo), f(hi)),  # noqa: E731
+                      "hi": None if hi is None else max(f(lo), f(hi))}
+    row.update(step_time_s=band(lambda x: x), samples_per_s=band(lambda x: b / x),
+               time_s=band(lambda x: float(_total_time(w, 1, x))), gpu_hours=float(_total_time(w, 1, step)) / 3600,
+               measured=True, interval_from=f"measured: the mean of {len(steps)} run{'s' if len(steps) != 1 else ''} "
+                                            f"without DDP at 1 rank")
 
 
 def _measured_band(steps: np.ndarray) -> tuple[float, float | None, float | None]:
