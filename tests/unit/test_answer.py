@@ -106,3 +106,12 @@ def test_imported_runs_are_told_where_repeats_come_from_once():
     assert once.startswith(ask) and "the runs were imported" in once
     assert imported_settle(once) == once  # the answer and the sections both apply it
     assert imported_settle("measure 1x4") == "measure 1x4" and imported_settle(None) is None
+
+
+def test_a_one_rank_bound_names_the_ddp_step_it_was_probed_on():
+    from scaling.report.answer import _bound_why
+    g = {"numbers": {"world_size": 1, "bound": "dispatch", "step_ms": 1.3827, "dispatch_ms": 0.9033}}
+    assert _bound_why(g, 1) == ("on 1 rank under DDP its step is dispatch-bound: 0.9 ms of 1.4 ms is fixed cost "
+                                "(dispatch, launches, Python)")
+    g2 = {"numbers": {"world_size": 2, "bound": "communication", "step_ms": 2.2, "communication_ms": 1.0}}
+    assert _bound_why(g2, 2).startswith("at 2 ranks its step is communication-bound")
