@@ -31,6 +31,7 @@ from plan import plan_summary
 from launch import claims, geometry
 from launch import slurm as slurm_jobs
 import yaml
+from kan.contract import factory
 from scaling.common.io import write_csv, write_text
 from scaling.tables import queue
 
@@ -292,12 +293,12 @@ def refresh_if_stale(cfg: dict, workdir: Path = Path(".")) -> Path | None:
 def factory_roots(cfg: dict) -> list[str]:
     """The first path part of each relative file factory in model.impl ("examples" of
     "examples/tiny_kan.py:build"): what a scratch folder must link to plan the same points."""
-    out = []
-    for impl in cfg["model"]["impl"]:
-        target = impl.rsplit(":", 1)[0]
-        if target.endswith(".py") and not Path(target).is_absolute():
-            out.append(Path(target).parts[0])
-    return sorted(set(out))
+    out = set()
+    for impl in filter(factory.is_factory, cfg["model"]["impl"]):
+        target, _, is_file = factory.parse(impl)  # the loaded config's factories are valid
+        if is_file and not Path(target).is_absolute():
+            out.add(Path(target).parts[0])
+    return sorted(out)
 
 
 # results a partial report reads where they exist (workflow/rules/common_tune.smk's get_*_path)

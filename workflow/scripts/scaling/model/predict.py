@@ -116,6 +116,8 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         res["plausible_forms"] = [" + ".join(f.form) for f in placed.forms]
     # kanscale's own runs keep the world-size model; past what was measured, the placement model (nodes
     # and GPUs a node apart, the spread between the forms the data cannot tell apart) bounds it too
+    # the GPUs a node of the measured multi-node placements: how an inter-node prediction fills its nodes
+    gpn = int(mine.loc[mine["nodes"] > 1, "gpus_per_node"].max()) if (mine["nodes"] > 1).any() else 1
     own = None
     if placed is None and ((mine["ddp"].astype(bool)) & (mine["world_size"] > 1)).any():
         own = Placed(mine, point, fam, run_to_run(mine)[:2])
@@ -141,7 +143,6 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
                 entry["comm"]["exposure"]["note"] = f"assumed 1 (no overlap): no {cls} training point measured"
         if placed is not None and cls != SINGLE:
             entry["validation"] = placed.validation(cls)
-            gpn = int(mine.loc[mine["nodes"] > 1, "gpus_per_node"].max()) if (mine["nodes"] > 1).any() else 1
             entry["predictions"], refused = _placed_predictions(placed, cls, w, max_p, factor, max_gpn, gpn)
             if weak is not None:
                 entry["weak_predictions"] = _placed_predictions(placed, cls, weak, max_p, factor, max_gpn, gpn)[0]
@@ -166,7 +167,7 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
         if own is not None and cls in (INTRA, INTER):
             for key, wk in (("predictions", w), ("weak_predictions", weak)):
                 if key in entry:
-                    _past_measured(entry[key], own, cls, wk, P, max_gpn, _sharing(mine, cls), res["device"])
+                    _past_measured(entry[key], own, cls, wk, P, max_gpn, gpn, _sharing(mine, cls), res["device"])
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
@@ -246,13 +247,12 @@ def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> 
     return rows, refused
 
 
-def _past_measured(rows: list[dict], own: Placed, cls: str, w: dict, P: float, max_gpn: int, share,
+def _past_measured(rows: list[dict], own: Placed, cls: str, w: dict, P: float, max_gpn: int, gpn: int, share,
                    device: str = "GPU") -> None:
     """Widen each prediction past what was measured to the envelope of its bootstrap band (the
     world-size model's parameters only) and the placement model's 95% interval at the same placement
     (the forms the data allow, and their left-out error), and say how far it extrapolates; a placement
     the placement model refuses keeps its band and the refusal. In place."""
-    gpn = int(max(own.rows.G[own.rows.N > 1], default=1)) if len(own.rows.N) else 1
     for r in rows:
         p = int(r["world_size"])
         where = placement_of(cls, p, max_gpn, gpn)
@@ -268,8 +268,9 @@ def _past_measured(rows: list[dict], own: Placed, cls: str, w: dict, P: float, m
             continue
         base = r["time_s"]["value"] * r["speedup"]["value"]  # the one-rank time the speedups divide
         b = _batch(w, p)
-        lo = min(pred.interval[0], r["step_time_s"]["lo"] or pred.interval[0])
-        hi = max(pred.interval[1], r["step_time_s"]["hi"] or pred.interval[1])
+        own_lo, own_hi = r["step_time_s"]["lo"], r["step_time_s"]["hi"]
+        lo = pred.interval[0] if own_lo is None else min(pred.interval[0], own_lo)
+        hi = pred.interval[1] if own_hi is None else max(pred.interval[1], own_hi)
         t_lo, t_hi = float(_total_time(w, p, lo)), float(_total_time(w, p, hi))
         for key, a, z in (("step_time_s", lo, hi), ("time_s", t_lo, t_hi), ("samples_per_s", b * p / hi, b * p / lo),
                           ("speedup", base / t_hi, base / t_lo), ("efficiency", base / t_hi / p, base / t_lo / p)):

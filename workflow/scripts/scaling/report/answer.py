@@ -347,7 +347,8 @@ IMPORTED_REPEATS = (" (the runs were imported: measure those repeats on your clu
 
 def imported_settle(text: str | None) -> str | None:
     """What settles a guideline, for runs that were imported: nothing here can be run again, so a call
-    for more repeats says where they come from (once, however often it is applied)."""
+    for more repeats says where they come from (render.py applies it to every guideline, before the
+    answer quotes them; once, however often it is applied)."""
     if not text or "more repeat" not in text or IMPORTED_REPEATS in text:
         return text
     return text + IMPORTED_REPEATS
@@ -369,9 +370,6 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
     versus = comparison(guidelines, device)
     items = [versus] if versus else []
     items += [{"status": a["status"], "text": sentence(a), "settle": a["settle"]} for a in answers]
-    if (provenance or {}).get("imported"):
-        for it in items:
-            it["settle"] = imported_settle(it["settle"])
     # a DDP overhead that is not communication changes what to do about it: said here, not only in its section
     items += [{"status": g["status"], "text": g["text"], "settle": None} for g in guidelines
               if g["id"].startswith("overhead-not-comm-") and g["status"] == "advice"]
