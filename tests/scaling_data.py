@@ -52,7 +52,7 @@ def row(experiment: str, nodes: int, gpus_per_node: int, rep: int = 0, samples_p
         "experiment": experiment, "impl": "kanscale", "basis": "bspline",
         "model": model or f"kan-bspline [2,{hidden_width},1]", "widths": widths, "hidden_width": hidden_width,
         "grid_size": 10, "nodes": nodes, "gpus_per_node": gpus_per_node, "world_size": p,
-        "placement": "inter" if nodes > 1 else "intra", "batch_per_rank": batch_per_rank,
+        "placement": f"{nodes}x{gpus_per_node}", "batch_per_rank": batch_per_rank,
         "global_batch": batch_per_rank * p, "samples": samples, "epochs": 2, "rep": rep, "status": status,
         "reason": reason,
     })

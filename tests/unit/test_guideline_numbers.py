@@ -11,11 +11,11 @@ def test_scalars_and_per_world_size_mappings():
 
 def test_a_list_of_mappings_is_a_table_with_a_row_each():
     # the held-out points were one cell, each point's fields joined by ";" (9,000 px wide at 390 px)
-    held = [{"world_size": 8, "placement": "inter-node", "measured_step_s": 0.148, "interval": [0.145, 0.15]},
-            {"world_size": 8, "placement": "inter-node", "measured_step_s": 0.1461, "runs": 3}]
+    held = [{"world_size": 8, "placement_class": "inter-node", "measured_step_s": 0.148, "interval": [0.145, 0.15]},
+            {"world_size": 8, "placement_class": "inter-node", "measured_step_s": 0.1461, "runs": 3}]
     (scalars, points) = numbers_tables({"efficiency_threshold": 0.75, "held_out": held})
     assert scalars["rows"] == [["efficiency threshold", "75.0%"]]
-    assert points["headers"] == ["held out", "world size (ranks)", "placement", "measured step s", "interval", "runs"]
+    assert points["headers"] == ["held out", "world size (ranks)", "link class", "measured step s", "interval", "runs"]
     assert points["rows"] == [["1", "8", "inter-node", "0.148", "[0.145, 0.150]", "–"],
                               ["2", "8", "inter-node", "0.146", "–", "3"]]
 

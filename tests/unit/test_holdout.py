@@ -53,7 +53,7 @@ def placed(places, law=placement_law, experiment="weak") -> pd.DataFrame:
         step = law(n, g)
         r.update(gpus_per_node=g, nodes=n, step_time_s=step, samples_per_s=B * n * g / step,
                  step_time_p10_s=step * 0.999, step_time_p90_s=step * 1.001,
-                 point_id=f"{experiment}-n{n}g{g}", placement="inter" if n > 1 else "intra")
+                 point_id=f"{experiment}-n{n}g{g}", placement=f"{n}x{g}")
         rows.append(r)
     return clean(frame(rows))
 

@@ -215,7 +215,7 @@ def test_past_what_was_measured_the_placement_model_bounds_the_prediction_too():
     before = fit_performance_model(synthetic(sizes=(1, 2, 4)), sweep(), th)
     intra = before["models"]["kan-bspline [2,64,1]"]["placements"]["intra-node"]
     preds = {r["world_size"]: r for r in intra["predictions"]}
-    assert "extrapolation" not in preds[4] and "placement" not in preds[4]  # measured: as the model says
+    assert "extrapolation" not in preds[4] and preds[4]["placement"] == "1x4"  # measured: as the model says
     eight = preds[8]
     assert eight["placement"] == "1x8" and "8 ranks a node, past the 4 measured" in eight["extrapolation"]
     assert "placement model" in eight["interval_from"]

@@ -11,6 +11,7 @@ Needs Debian's chromium for the screenshot (the report's browser test uses the s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -28,6 +29,19 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 DOC_TIMINGS = (ROOT / "README.md", ROOT / "config" / "README.md")  # where a sample's wall time is quoted
 PHONE_WIDTH = 390  # CSS px of a common phone
+# what turns a study's records into its report: a sample made by other code may say other things
+ANALYSIS = (ROOT / "workflow" / "scripts" / "scaling", ROOT / "workflow" / "report" / "templates")
+
+
+def analysis_digest() -> str:
+    """One fingerprint of the analysis package's sources and the report template, written into each
+    sample's note: tests/unit/test_sample_reports.py fails when today's code differs from the code
+    that made a sample, so a sample is current by content, not only by template."""
+    h = hashlib.sha256()
+    for root in ANALYSIS:
+        for f in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".j2")):
+            h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def screenshot(page: Path, out: Path, width: int = PHONE_WIDTH, height: int = 2400) -> None:
@@ -60,7 +74,7 @@ def main(wall_s: float, study: str = "local", config: str = "config/local.yaml")
         "command": "make demo" + ("" if study == "local" else f" CONFIG={config}"),
         "config": config, "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.platform()}",
         "demo_wall_s": round(wall_s), "load_average_after": round(os.getloadavg()[0], 2),
-        "guidelines": counts, "advice": [g["id"] for g in guidelines if g["status"] == "advice"],
+        "analysis": analysis_digest(), "guidelines": counts, "advice": [g["id"] for g in guidelines if g["status"] == "advice"],
     }
     (DOCS / f"{stem}.json").write_text(json.dumps(note, indent=1) + "\n")
     stamp_wall_time(study, round(wall_s))

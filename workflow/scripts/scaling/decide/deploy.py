@@ -11,9 +11,9 @@ from .rules import guideline, ranks
 def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
     """Per model: where to run the configured strong-scaling work, from the performance model."""
     rule = (f"performance model (model.json): least predicted time with predicted efficiency ≥ the threshold, and "
-            f"lowest cost (hours of the devices the ranks ran on), over the real placement classes; advice only when the model's leave-one-world-size-"
+            f"lowest cost (hours of the devices the ranks ran on), over the real link classes; advice only when the model's leave-one-world-size-"
             f"out MAPE (leave one placement out, for the placement model of imported runs) is known and ≤ "
-            f"{max_mape_pct:g}% for every placement class it compares, and, for a pick past what was measured, its "
+            f"{max_mape_pct:g}% for every link class it compares, and, for a pick past what was measured, its "
             f"efficiency interval (the placement model's) clears the threshold")
     models = (model_json or {}).get("models") or {}
     if not models:
@@ -37,7 +37,8 @@ def recommendation(model_json: dict | None, max_mape_pct: float) -> list[dict]:
         def pick(c):
             t = c["time_s"]
             extra = ", extrapolated" if c["extrapolated"] else ""
-            return (f"{ranks(c['world_size'])}, {c['placement_class']}: {seconds(t['value'], t['lo'], t['hi'])}, "
+            where = f" ({c['placement']})" if c.get("placement") else f", {c['placement_class']}"
+            return (f"{ranks(c['world_size'])}{where}: {seconds(t['value'], t['lo'], t['hi'])}, "
                     f"{cost(c['gpu_hours'], m.get('device'))}, efficiency {c['efficiency']['value']:.0%}{extra} (model error: "
                     f"{c['validation']})")
 

@@ -117,7 +117,7 @@ def _selector_problems(where: str, e: dict) -> list[tuple[str, str]]:
         if k in e and not (isinstance(e[k], int) and not isinstance(e[k], bool) and e[k] >= 1):
             out.append((f"{where}.{k}", f"{e[k]!r} is not a positive integer"))
     if "placement" in e and e["placement"] not in PLACEMENTS:
-        out.append((f"{where}.placement", f"{e['placement']!r} is not a placement class; allowed: "
+        out.append((f"{where}.placement", f"{e['placement']!r} is not a link class; allowed: "
                                           f"{', '.join(PLACEMENTS)}"))
     if "experiment" in e and e["experiment"] not in COMM_EXPERIMENTS:
         out.append((f"{where}.experiment", f"{e['experiment']!r} is not allowed; allowed: {', '.join(COMM_EXPERIMENTS)}"))

@@ -12,7 +12,7 @@ Grammar (one mapping per expectation):
         - {metric: model_loo_mape_pct, placement: intra-node, max: 25, name: "model good enough"}
 
 Selectors: model (a model label such as "kan-bspline [2,64,1]", or its family "kan-bspline"),
-world_size, nodes, gpus_per_node, placement (a placement class), hidden_width, batch_per_rank;
+world_size, nodes, gpus_per_node, placement (a link class: single-rank, intra-node, inter-node), hidden_width, batch_per_rank;
 exposed_comm_pct also takes experiment (strong, weak or comm), allreduce_busbw_gbps size_bytes. Every
 measured row the selectors match is checked; a selector no row matches gives "not measured".
 

@@ -106,7 +106,7 @@ def _left_out(df: pd.DataFrame, train: pd.DataFrame, places: list[tuple[int, int
             why = "its compute is unknown: no run without DDP at its per-rank batch and width"
         out.setdefault(str(r["model"]), []).append({
             "experiment": r["experiment"], "nodes": int(r["nodes"]), "gpus_per_node": int(r["gpus_per_node"]),
-            "world_size": int(r["world_size"]), "placement": r.get("placement_class"),
+            "world_size": int(r["world_size"]), "placement_class": r.get("placement_class"),
             "batch_per_rank": float(r["batch_per_rank"]), "measured_step_s": None, "runs": 0,
             "predicted_step_s": None, "interval": None, "model_interval": None, "error_pct": None,
             "extrapolated": None, "reason": f"left out of the model: {why}"})
@@ -140,7 +140,7 @@ def holdout(df: pd.DataFrame, allreduce: pd.DataFrame, spec, num_boot: int = 0) 
                 continue
             n, g, b = int(r.nodes), int(r.gpus_per_node), float(r.batch_per_rank)
             row = {"experiment": r.experiment, "nodes": n, "gpus_per_node": g, "world_size": int(r.world_size),
-                   "placement": r.placement_class, "batch_per_rank": b,
+                   "placement_class": r.placement_class, "batch_per_rank": b,
                    "measured_step_s": float(r.step_time_s), "runs": int(r.runs),
                    "extrapolated": extrapolation(placed.measured, n, g, b) if placed else None,
                    "run_to_run_pct": None if s is None else 100 * s}

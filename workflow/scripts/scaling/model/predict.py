@@ -168,6 +168,7 @@ def one_model(df, train, sweep, model, point, draws, factor, max_gpn, threshold)
             for key, wk in (("predictions", w), ("weak_predictions", weak)):
                 if key in entry:
                     _past_measured(entry[key], own, cls, wk, P, max_gpn, gpn, _sharing(mine, cls), res["device"])
+        _name_placements(entry, cls, max_gpn, gpn)
         res["placements"][cls] = entry
     res["recommendation"] = recommend(res, threshold)
     return res
@@ -245,6 +246,15 @@ def _placed_predictions(placed: Placed, cls, w, max_p, factor, max_gpn, gpn) -> 
             "measured": seen is not None, "interval_from": how, "oversubscription": 1.0, "corun_slowdown": 1.0,
         })
     return rows, refused
+
+
+def _name_placements(entry: dict, cls: str, max_gpn: int, gpn: int) -> None:
+    """Each prediction names its placement ("1x4", "2x2"), as the tables and the deploy guideline
+    write it, where its class and world size fix one. In place."""
+    for r in entry.get("predictions", []) + entry.get("weak_predictions", []):
+        where = placement_of(cls, int(r["world_size"]), max_gpn, gpn)
+        if where is not None and "placement" not in r:
+            r["placement"] = f"{where[0]}x{where[1]}"
 
 
 def _past_measured(rows: list[dict], own: Placed, cls: str, w: dict, P: float, max_gpn: int, gpn: int, share,
@@ -363,7 +373,7 @@ def recommend(res: dict, threshold: float) -> dict:
             ", joined by an emulated link: advice about that link, not a real network" if is_emulated(c)
             else ", so it says nothing about a real network") for c in skipped]
     if not cands:
-        out["reason"] = "no placement class with a fitted model"
+        out["reason"] = "no link class with a fitted model"
         return out
     ok = [c for c in cands if c["efficiency"]["value"] >= threshold]
     fastest = min(ok, key=lambda c: (c["time_s"]["value"], c["world_size"])) if ok else None

@@ -128,7 +128,7 @@ def _exposed(r, how: str = "median"):
 # per study: (header, function of the row) -- units in the headers
 TABLE_COLUMNS = {
     "strong": [
-        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("placement", _topo), ("link class", lambda r: cell_text(r.get("placement_class"))),
         ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s (mean [95% CI])", lambda r: _ci(r, "samples_per_s", 0)),
@@ -143,7 +143,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "weak": [
-        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("placement", _topo), ("link class", lambda r: cell_text(r.get("placement_class"))),
         ("DDP", _ddp), ("world size", lambda r: int(r["world_size"])),
         ("batch/rank", lambda r: int(r["batch_per_rank"])), ("ok/planned", _runs),
         ("samples/s per rank (mean [95% CI])", lambda r: _ci(r, "samples_per_s_per_rank", 0)),
@@ -155,7 +155,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "comm": [
-        ("model", lambda r: r["model"]), ("nodes x ranks", _topo), ("placement", lambda r: cell_text(r.get("placement_class"))),
+        ("model", lambda r: r["model"]), ("placement", _topo), ("link class", lambda r: cell_text(r.get("placement_class"))),
         ("world size", lambda r: int(r["world_size"])), ("ok/planned", _runs),
         ("exposed comm % (mean [95% CI])", lambda r: _exposed(r, "mean")),
         ("exposed comm ms (median)", lambda r: number_text(1e3 * r["exposed_comm_s_median"], 2)
@@ -165,7 +165,7 @@ TABLE_COLUMNS = {
         ("not ok", lambda r: cell_text(r.get("not_ok"))),
     ],
     "allreduce": [
-        ("placement", lambda r: cell_text(r.get("placement_class"))), ("nodes x ranks", _topo),
+        ("link class", lambda r: cell_text(r.get("placement_class"))), ("placement", _topo),
         ("world size", lambda r: int(r["world_size"])), ("size KiB", lambda r: number_text(r["size_bytes"] / 1024, 0)),
         ("repeats", lambda r: int(r["n_ok"])),
         ("time µs (mean [95% CI])", lambda r: _ci(r, "time_s", 1, 1e6)),
@@ -184,7 +184,7 @@ TABLE_COLUMNS = {
     ],
     "model_size": [
         ("model", lambda r: r["model"]), ("hidden width", lambda r: int(r["hidden_width"])),
-        ("nodes x ranks", _topo), ("ok/planned", _runs), ("parameters", lambda r: number_text(r.get("num_params"), 0)),
+        ("placement", _topo), ("ok/planned", _runs), ("parameters", lambda r: number_text(r.get("num_params"), 0)),
         ("peak memory GiB (mean [95% CI])", lambda r: _ci(r, "peak_mem_gib", 3)),
         ("memory kind", lambda r: cell_text(r.get("mem_kind"))),
         ("params per GB", lambda r: number_text(r.get("params_per_gb"), 0)),

@@ -20,7 +20,7 @@ from ..common.fmt import sig, zero_width
 LABELS = {
     "threshold": "threshold", "threshold_pct": "threshold", "baseline_world_size": "baseline world size (ranks)",
     "chosen_world_size": "chosen world size (ranks)", "world_sizes_measured": "world sizes measured",
-    "world_size": "world size (ranks)", "placement": "placement", "placement_class": "placement class",
+    "world_size": "world size (ranks)", "placement": "placement", "placement_class": "link class",
     "loss_pct": "throughput loss", "loss_pct_ci": "95% CI", "inter_samples_per_s": "multi-node samples/s",
     "intra_samples_per_s": "one-node samples/s", "n_ok": "ok repeats", "intra_n_ok": "one-node ok repeats",
     "keep_within_node": "keep within one node", "num_points_over": "points over", "num_points_under": "points under",

@@ -167,6 +167,6 @@ def section(strong: pd.DataFrame | None, model_json: dict | None) -> dict:
     # no multi-rank point has a no_sync step (runs imported from elsewhere): the shares are unknown
     no_probe = bool(len(multi)) and multi["compute_share_pct"].isna().all()
     return {"families": families, "comparable": len(families) >= 2, "no_probe": no_probe,
-            "headers": ["model", "world size", "nodes x ranks", "placement", "batch/rank", "step ms", "compute % of step",
+            "headers": ["model", "world size", "placement", "link class", "batch/rank", "step ms", "compute % of step",
                         "exposed comm % of step", "samples/s", "strong efficiency [95% CI]"],
             "rows": table, "crossovers": [{"model": m, "text": crossover_text(c)} for m, c in sorted(cross.items())]}

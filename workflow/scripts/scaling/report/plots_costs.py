@@ -47,7 +47,7 @@ def plot_comm(studies: list[dict], st: kit.Styles, folder: Path, share_pct: floa
     drawn = {cfg[3] for cfg in configs}
     # a caption names only what is drawn: the simulated class is explained where it has a bar
     colors = "Colours: studies." if st.multi else (
-        "Colours: placement class" + (f"; \"{SIMULATED}\" = several 'nodes' whose ranks all ran on one host (no "
+        "Colours: link class" + (f"; \"{SIMULATED}\" = several 'nodes' whose ranks all ran on one host (no "
                                       "network between them)." if SIMULATED in drawn else "."))
     out = {}
     for name, y, lo, hi, ylabel, title, floor in (

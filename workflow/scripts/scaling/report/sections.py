@@ -35,12 +35,12 @@ TOPICS = (("time-to-accuracy", "Time to the held-out target"), ("deploy", "Where
 # the columns a section's table shows at first (at most 8: the rest is one click away and in the CSV),
 # by the start of their header (a held-out target renames the time-to-target columns)
 CORE_COLUMNS = {
-    "strong": ("model", "nodes x ranks", "world size", "batch/rank", "samples/s", "efficiency vs DDP base",
+    "strong": ("model", "placement", "world size", "batch/rank", "samples/s", "efficiency vs DDP base",
                "time to", "ok/planned"),
-    "weak": ("model", "nodes x ranks", "world size", "batch/rank", "samples/s per rank", "weak efficiency vs DDP base",
+    "weak": ("model", "placement", "world size", "batch/rank", "samples/s per rank", "weak efficiency vs DDP base",
              "exposed comm %", "ok/planned"),
-    "comm": ("model", "nodes x ranks", "placement", "exposed comm % (mean", "samples/s", "loss vs 1 node", "ok/planned"),
-    "model_size": ("model", "hidden width", "nodes x ranks", "parameters", "peak memory", "samples/s per rank",
+    "comm": ("model", "placement", "link class", "exposed comm % (mean", "samples/s", "loss vs 1 node", "ok/planned"),
+    "model_size": ("model", "hidden width", "placement", "parameters", "peak memory", "samples/s per rank",
                    "ok/planned"),
     "ddp": ("model", "placement", "setting", "step ms", "step vs none", "final loss vs none", "time to target vs none",
             "ok/planned"),

@@ -154,7 +154,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "widths": "x".join(map(str, widths)) or None, "hidden_width": widths[1] if len(widths) > 2 else None,
         "grid_size": m.get("grid_size"), "spline_order": m.get("spline_order"),
         "nodes": p["nodes"], "gpus_per_node": p["gpus_per_node"], "world_size": world,
-        "placement": "inter" if p["nodes"] > 1 else "intra", "ddp": t.get("ddp", True),
+        "placement": f"{p['nodes']}x{p['gpus_per_node']}", "ddp": t.get("ddp", True),
         "batch_per_rank": t.get("batch_per_rank"),
         "global_batch": t["batch_per_rank"] * world if t else None,
         "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
