@@ -28,6 +28,11 @@ evaluates its replica on the held-out rows (identical replicas, identical rows: 
 then waits at a barrier, all between one step's timer and the next; the time it takes is counted
 apart (eval_time_s) and left out of the training time of every curve and of train_time_s.
 
+A step-time point (training.step_tolerance_pct > 0) ends when its mean step is known well enough,
+not when its work is done: at every loss-curve entry the ranks agree on the largest half-width of
+their mean step's 95% interval (kan/contract/step_stop.py), and all stop once it is within the tolerance, or
+at max_steps or the end of the work; the record says which (timing.stop).
+
 Under training.cuda_graphs a step is one replay of the captured whole step (kan/graphs.py), watched
 for a hang (the process group's timeout per replay) and released when the loop ends, on every path,
 before the process group is destroyed.
@@ -45,6 +50,7 @@ import torch.nn.functional as F
 
 from . import ddp_wrap, graphs, metrics, startup
 from . import lr as lr_rule
+from .contract import step_stop
 from .contract.point import Point
 from .data.datasets import load_data, make_dataset, shard_indices
 from .distributed import sync
@@ -194,10 +200,12 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         window_n = 0
         samples_seen = 0
         step = 0
+        # a step-time point (kan/contract/step_stop.py): the largest interval over the ranks, last checked
+        tolerance, spread, met = t_cfg.step_tolerance_pct, math.inf, False
         sync(device)
         t_train = time.perf_counter()
         for epoch in range(t_cfg.epochs):
-            if step >= total_steps:
+            if step >= total_steps or met:
                 break
             idx = shard_indices(t_cfg.samples, info.rank, info.world_size, epoch, t_cfg.seed).to(device)
             # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
@@ -205,7 +213,7 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
             loss_sum = torch.zeros((), device=device)
             seen = 0
             for s in range(steps_per_epoch):
-                if step >= total_steps:
+                if step >= total_steps or met:
                     break
                 xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
                 probe = probe_every > 0 and step % probe_every == probe_every - 1
@@ -263,6 +271,9 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                                   "train_loss": _global_mean(window_loss, window_n, device)})
                     window_loss.zero_()
                     window_n = 0
+                    if tolerance:  # at the loss's all-reduce, off the step timers, the same step on every rank
+                        spread = _largest(step_stop.interval_pct(sync_times), device)
+                        met = spread <= tolerance
                 progress.update(step)
             # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
             epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
@@ -299,6 +310,8 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "cuda_graphs": {**captured.facts(), "capture_s": clock.parts["capture"]} if captured is not None else None,
         "steps": step,
         "steps_per_epoch": steps_per_epoch,
+        "stop": {"reason": step_stop.reason(met, step, t_cfg.max_steps), "tolerance_pct": tolerance or None,
+                 "interval_pct": spread if tolerance and math.isfinite(spread) else None},
         "epochs": epochs,
         "curve": curve,
         "test_loss": test_loss,
@@ -356,6 +369,13 @@ def set_lr(opt: torch.optim.Optimizer, value: float) -> None:
             group["lr"].fill_(value)
         else:
             group["lr"] = value
+
+
+def _largest(value: float, device: torch.device) -> float:
+    """The largest of every rank's `value` (one small all-reduce): the ranks decide together."""
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
 
 
 def _global_mean(total: torch.Tensor, count: int, device: torch.device) -> float:

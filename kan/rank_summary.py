@@ -44,6 +44,7 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
     train_time = max(r["train_time_s"] for r in per_rank)
     parts = startup.slowest([r["startup_parts"] for r in per_rank])
     peak = max(r["peak_mem_bytes"] for r in per_rank)
+    stopped_early = r0["stop"]["reason"] == "tolerance"
     return {
         "timing": {
             "step_s": r0["sync"],  # rank 0's distribution; figures below use the max over ranks
@@ -57,9 +58,13 @@ def summarize_ranks(point: Point, run, info: DistInfo, per_rank: list[dict]) -> 
             "startup_s": sum(parts.values()),
             "startup_parts": parts,
             "startup_steps": STARTUP_STEPS,
-            "epoch_time_s": train_time / max(len(r0["epochs"]), 1),
+            # a step-time point stopped inside its work: no epoch was timed whole (null, not a guess)
+            "epoch_time_s": None if stopped_early else train_time / max(len(r0["epochs"]), 1),
             "num_steps": r0["steps"],
             "steps_per_epoch": r0["steps_per_epoch"],
+            # why training ended (kan/contract/step_stop.py): tolerance (a step-time point's interval came within
+            # its tolerance), cap (max_steps) or work (the whole work); the interval is the largest over ranks
+            "stop": r0["stop"],
         },
         "throughput": {
             "samples_per_s": global_batch / step,

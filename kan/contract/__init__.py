@@ -10,4 +10,5 @@ anywhere here: the planner and the launcher import it in processes that must sta
     record.py          a point's JSON record: the atomic writer and the validating reader
     factory.py         `model.impl` as `package.module:function` or `path/file.py:function`
     capture_hooks.py   which DDP comm hooks may run in a CUDA-graph captured step (planner and trainer)
+    step_stop.py       when a step-time point stops (its mean step's interval within a tolerance), and why
 """

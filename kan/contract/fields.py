@@ -78,11 +78,15 @@ def _elem_type(hint):
 
 def validate(obj, prefix: str, limits) -> None:
     """Type, finiteness and bounds of every field of a dataclass instance; `limits` (a
-    kan.contract.study_settings.Limits, or None) gives the bounds that fields with `limit` name."""
+    kan.contract.study_settings.Limits, or None) gives the bounds that fields with `limit` name.
+    An integer given for a float field becomes that float, in place: YAML's 50 and the command
+    line's 50.0 are one value, so one point id (the trainer checks its record against the plan's)."""
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
         if "help" not in f.metadata:
             continue
+        if hints[f.name] is float and _is_int(getattr(obj, f.name)):
+            object.__setattr__(obj, f.name, float(getattr(obj, f.name)))
         key, v, hint = f"{prefix}{f.name}", getattr(obj, f.name), hints[f.name]
         if typing.get_origin(hint) is tuple:
             if not isinstance(v, tuple):

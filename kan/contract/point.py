@@ -8,10 +8,10 @@ a field, the schema states the same default and bounds (tests/unit/test_config.p
 
 A point's id is a readable stem plus a short hash of every field that changes what is measured
 (`Point.measured`): changing the grid size gives new ids, so old records are never overwritten by a
-different measurement under the same name. What changes no measurement (time limit, memory,
-timeouts, limits) is in kan/contract/study_settings.py, re-exported here; the field checks are in kan/contract/fields.py,
-the model (`model:`) in kan/contract/model_config.py, the dataset (`data:`) in kan/contract/data_config.py, the
-command-line bridge in kan/contract/point_args.py.
+different measurement under the same name. Elsewhere in kan/contract/: what changes no measurement
+(time limit, memory, timeouts, limits) in study_settings.py, re-exported here; the field checks in
+fields.py; the model (`model:`) in model_config.py, the dataset (`data:`) in data_config.py, the
+command-line bridge in point_args.py.
 No torch import here: the workflow and the launcher need this module in processes that start fast.
 """
 
@@ -63,7 +63,10 @@ class TrainConfig:
         "Adam learning rate (a tuned point: unset until the lr sweep has chosen it)", gt=0.0))
     noise: float = field(default=0.01, metadata=meta("std of the label noise", lo=0.0))
     seed: int = field(default=0, metadata=meta("seed of data, shuffling and initial weights", lo=0, hi=MAX_SEED))
-    max_steps: int = field(default=0, metadata=meta("cap on training steps (0 = none); for smoke tests", lo=0))
+    max_steps: int = field(default=0, metadata=meta("cap on training steps (0 = none); a step-time point's cap", lo=0))
+    # a step-time point (step_stop.py: the step time to a tolerance, not the whole work); quiet at 0
+    step_tolerance_pct: float = field(default=0.0, metadata=meta(
+        "stop once the mean step's 95% interval is within +- this % of it (0 = train the whole work)", "%", lo=0.0, hi=50.0))
     warmup_steps: int = field(default=5, metadata=meta("steps excluded from timing statistics", lo=0))
     comm_probe_every: int = field(default=2, metadata=meta(
         "every k-th step runs under no_sync() to measure exposed communication (0 = never; 1 is not allowed)",
@@ -165,7 +168,7 @@ class TrainConfig:
                 d.pop(k)
         if not self.eval_every_samples:  # off: every point measured before it existed keeps its id
             d.pop("eval_every_samples")
-        for k in LR_SETTINGS:  # likewise the rate's rule at its defaults
+        for k in QUIET_TRAIN:  # likewise the rate's rule and the step tolerance at their defaults
             if d[k] == default(TrainConfig, k):
                 d.pop(k)
         d.pop("lr" if self.tuned else "lr_tuned_from")  # tuned: the candidates name the rate
@@ -178,13 +181,12 @@ class TrainConfig:
         return bool(self.lr_tuned_from)
 
 
+# quiet: in a point's id, JSON and command line only where they differ from their defaults
 DDP_SETTINGS = ("comm_hook", "powersgd_rank", "powersgd_start_iter", "static_graph", "gradient_as_bucket_view",
                 "nccl_algo", "cuda_graphs")
-LR_SETTINGS = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples")
-# TrainConfig fields in a point's JSON and command line only where its id's hash has them
-OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *LR_SETTINGS, "lr_tuned_from")
-# the name the id's hash gives lr_tuned_from: the field's name before it was renamed, so every tuned
-# point keeps its id (and its records)
+QUIET_TRAIN = ("lr_scaling", "lr_reference_batch", "lr_warmup_samples", "step_tolerance_pct")
+OPTIONAL_TRAIN = (*DDP_SETTINGS, "eval_every_samples", *QUIET_TRAIN, "lr_tuned_from")
+# the name the id's hash gives lr_tuned_from (its name before a rename: tuned points keep their ids)
 TUNED_FROM_HASH_KEY = "lr_candidates"
 
 
@@ -394,9 +396,7 @@ class Point:
         if version != POINT_VERSION:
             raise PointError("point_version", f"{version} is not {POINT_VERSION}")
         kw = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in d:
-                continue
+        for f in (f for f in dataclasses.fields(cls) if f.name in d):
             v = d.pop(f.name)
             sub = _SUBCONFIGS.get(f.name)
             if sub is not None and v is not None:
@@ -428,7 +428,7 @@ class Point:
                     continue  # the default data: the command line of every older point stays as it was
                 if name == "model" and f.name == "impl_sha256" and not v:
                     continue
-                if name == "train" and f.name in (*LR_SETTINGS, "lr_tuned_from") and f.name not in self.train.measured():
+                if name == "train" and f.name in (*QUIET_TRAIN, "lr_tuned_from") and f.name not in self.train.measured():
                     continue  # likewise the rate's rule at its defaults
                 if isinstance(v, bool):
                     argv.append(f"--{flag(f)}" if v else f"--no-{flag(f)}")

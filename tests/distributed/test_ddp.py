@@ -116,3 +116,19 @@ def test_rendezvous_that_cannot_complete_is_recorded_as_failed(tmp_path, root, m
     # failed by the join timeout, not the deadline (that would be a "timeout" record)
     assert rec["status"] == "failed"
     assert "Rendezvous" in rec["reason"], rec["reason"]
+
+
+def test_two_ranks_of_a_step_time_point_stop_at_the_same_step(tmp_path, root, monkeypatch):
+    """Each rank has its own step times; the largest interval decides for both, so both leave the loop
+    at the same step (a rank that stopped alone would leave the other waiting in its next all-reduce
+    until the process group's timeout) and the replicas stay identical."""
+    monkeypatch.chdir(root)
+    p, ls = _point({"nodes": 1, "gpus_per_node": 2},
+                   training={"epochs": 40, "warmup_steps": 2, "step_tolerance_pct": 50})
+    assert p.train.step_tolerance_pct == 50
+    out = tmp_path / "points" / f"{p.id}.json"
+    assert launch(p, ls, out) == 0
+    rec = records.read(out, p.id)
+    assert rec["status"] == "ok", rec.get("reason")
+    assert rec["timing"]["stop"]["reason"] == "tolerance" and rec["replicas_identical"] is True
+    assert rec["timing"]["num_steps"] < 40 * 16 and rec["timing"]["epoch_time_s"] is None

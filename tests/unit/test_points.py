@@ -94,6 +94,29 @@ def test_json_and_command_line_round_trip():
         assert back == p and back.id == p.id
 
 
+def test_an_integer_for_a_float_key_gives_the_id_the_trainer_rebuilds():
+    """YAML reads `lr: 1` and `step_tolerance_pct: 2` as integers, the trainer's flags as floats: one
+    value, one id, or the trainer's record would be refused as another point's."""
+    cfg = {**CFG, "training": {"lr": 1, "step_tolerance_pct": 2}}
+    for p in points(cfg).values():
+        back, _ = parse([*p.to_argv(), "--out=x.json"])
+        assert back.id == p.id
+        if p.experiment != "allreduce":
+            assert p.train.lr == 1.0 and isinstance(p.train.lr, float)
+
+
+def test_step_time_points_are_the_scaling_experiments_only():
+    """training.step_tolerance_pct reaches strong, weak, comm and model-size points; the batch
+    experiment measures steps to a target and trains its whole work."""
+    cfg = {**CFG, "training": {"step_tolerance_pct": 2, "eval_every_samples": 500},
+           "report": {"target": {"metric": "val_loss", "from_reference": 1.1}},
+           "experiments": {**CFG["experiments"], "batch": {"global_batches": [32, 64, 128], "samples": 1000}}}
+    tol = {p.experiment: p.train.step_tolerance_pct for p in points(cfg).values()}
+    assert tol == {"strong": 2.0, "weak": 2.0, "model_size": 2.0, "batch": 0.0, "allreduce": 0.0}
+    plain = {p.id for p in points().values()}
+    assert plain.isdisjoint(p.id for p in points(cfg).values() if p.experiment not in ("batch", "allreduce"))
+
+
 def test_point_validates_itself():
     with pytest.raises(PointError, match="training.batch_per_rank: 600 is more than the 500"):
         Point(train=TrainConfig(samples=1000, batch_per_rank=600), placement=Point().placement.__class__(

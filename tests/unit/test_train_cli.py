@@ -113,3 +113,32 @@ def test_a_failed_rank_whose_teardown_hangs_writes_its_record_and_leaves(tmp_pat
     rec = records.read(out)
     assert rec["status"] == "failed" and rec["reason"] == "Lost: the peer is gone"
     assert "Timeout (0:00:02)!" in run.stderr and "in __del__" in run.stderr
+
+
+def test_a_step_time_point_stops_at_its_tolerance_and_says_so(tmp_path):
+    """training.step_tolerance_pct: the point stops once its mean step's interval is within the
+    tolerance (checked at each loss entry), well before its 40 epochs, and its record says why; no
+    epoch was timed whole, so it has no epoch time."""
+    out = tmp_path / "r.json"
+    argv = ["--widths=2,4,1", "--grid-size=5", "--samples=1024", "--batch-per-rank=64", "--warmup-steps=2",
+            "--epochs=40", "--device=cpu", "--loss-every-steps=10"]
+    assert train.main([*argv, "--step-tolerance-pct=50", "--out", str(out)]) == 0
+    rec = records.read(out)
+    stop, steps = rec["timing"]["stop"], rec["timing"]["num_steps"]
+    assert stop["reason"] == "tolerance" and stop["tolerance_pct"] == 50 and 0 <= stop["interval_pct"] <= 50
+    # at least MIN_TIMED synced steps were timed (every second step is a comm probe), at a loss entry
+    assert rec["timing"]["step_s"]["n"] >= 50 and steps % 10 == 0 and steps < 40 * 16
+    assert rec["timing"]["epoch_time_s"] is None and "step_tolerance_pct" in rec["point"]["train"]
+
+
+def test_a_step_time_point_that_cannot_meet_its_tolerance_stops_at_its_cap(tmp_path):
+    out = tmp_path / "r.json"
+    assert train.main([*SMALL[:-2], "--epochs=40", "--device=cpu", "--step-tolerance-pct=0.000001",
+                       "--max-steps=30", "--out", str(out)]) == 0
+    rec = records.read(out)
+    assert rec["timing"]["stop"]["reason"] == "cap" and rec["timing"]["num_steps"] == 30
+    plain = tmp_path / "p.json"
+    assert train.main([*SMALL, "--out", str(plain)]) == 0
+    rec = records.read(plain)  # a point without a tolerance: the whole work, and its id as before
+    assert rec["timing"]["stop"] == {"reason": "work", "tolerance_pct": None, "interval_pct": None}
+    assert "step_tolerance_pct" not in rec["point"]["train"]

@@ -21,7 +21,7 @@ CONFIG_FIELDS = {
     **{f"training.{f}": (TrainConfig, f) for f in ("epochs", "lr", "noise", "seed", "warmup_steps",
                                                     "comm_probe_every", "max_steps", "loss_every_steps",
                                                     "bucket_cap_mb", "eval_every_samples", "lr_scaling",
-                                                    "lr_warmup_samples", "cuda_graphs")},
+                                                    "lr_warmup_samples", "cuda_graphs", "step_tolerance_pct")},
     **{f"data.{f}": (DataConfig, f) for f in DATA_FIELDS},
     "device": (Placement, "device"), "launcher": (Placement, "launcher"),
     "cpu_threads_per_rank": (Placement, "threads_per_rank"),

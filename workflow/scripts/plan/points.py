@@ -38,6 +38,12 @@ def readiness_enabled(cfg: dict) -> bool:
     return factory.readiness_on(cfg["experiments"]["readiness"]["enabled"], cfg["model"]["impl"])
 
 
+# the experiments whose points may be step-time points (training.step_tolerance_pct): they measure a
+# step; the batch, lr_tune and ddp experiments measure the steps or the time to a target, the
+# readiness check a few steps of its own, and so always train their whole work
+STEP_TIME_EXPERIMENTS = ("strong", "weak", "comm", "model_size")
+
+
 def world(topo: dict) -> int:
     return topo["nodes"] * topo["gpus_per_node"]
 
@@ -218,7 +224,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
         ref_exp, samples, batch = sweep_setting(cfg)
         one = Placement(**placement_base, nodes=1, gpus_per_node=1)
         for lr in candidates:
-            train = TrainConfig(**{**train_base, "lr": lr}, samples=samples, batch_per_rank=batch, ddp=True,
+            train = TrainConfig(**{**train_base, "lr": lr, "step_tolerance_pct": 0.0}, samples=samples, batch_per_rank=batch, ddp=True,
                                 **lr_reference(cfg, ref_exp))
             for ds in parts["data"]:
                 for mc in parts["models"]:
@@ -226,8 +232,10 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                         add(f"training.lr: tuned (the sweep's point at lr {lr:g})", experiment="lr_tune", rep=rep,
                             model=mc, train=train, placement=one, dataset=ds)
     for experiment, widths, topo, samples, bpr, ddp in training_rows(cfg):
-        # limits (nodes, ranks per node) are checked by Point, with the point's context
-        train = TrainConfig(**train_base, samples=samples, batch_per_rank=bpr, ddp=ddp,
+        # limits (nodes, ranks per node) are checked by Point, with the point's context; the batch
+        # experiment measures steps to the target, so it trains the whole work (no step tolerance)
+        whole = {} if experiment in STEP_TIME_EXPERIMENTS else {"step_tolerance_pct": 0.0}
+        train = TrainConfig(**{**train_base, **whole}, samples=samples, batch_per_rank=bpr, ddp=ddp,
                             **lr_reference(cfg, experiment), **tuned)
         for place in placements(topo):
             for ds in parts["data"]:
@@ -239,7 +247,7 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
                             train=train, placement=place, dataset=ds)
     d = enabled(cfg["experiments"], "ddp")
     for setting in ddp_combinations(cfg):
-        train = TrainConfig(**{**train_base, **setting}, samples=d["samples"], batch_per_rank=d["batch_per_rank"],
+        train = TrainConfig(**{**train_base, **setting, "step_tolerance_pct": 0.0}, samples=d["samples"], batch_per_rank=d["batch_per_rank"],
                             **lr_reference(cfg, "ddp"), **tuned)
         for place in placements(d["topology"]):
             for ds in parts["data"]:
@@ -260,7 +268,8 @@ def plan_points(cfg: dict, parts: dict, problems: list | None = None) -> dict[st
         first = {"lr": candidates[0]} if candidates else {}
         train = TrainConfig(**{**train_base, **first, "samples": two.world_size * r["batch_per_rank"] * r["steps"], "epochs": 1,
                                "batch_per_rank": r["batch_per_rank"], "max_steps": r["steps"], "warmup_steps": 0,
-                               "lr_scaling": "none", "lr_warmup_samples": 0, "eval_every_samples": 0})
+                               "lr_scaling": "none", "lr_warmup_samples": 0, "eval_every_samples": 0,
+                               "step_tolerance_pct": 0.0})
         for mc in parts["models"]:  # the data's config only for its widths: nothing is read
             add(f"experiments.readiness ({mc.label})", experiment="readiness", rep=0, model=mc, train=train,
                 placement=two, data=parts["data"][0].config)

@@ -61,7 +61,7 @@ NUMERIC = [
     "exposed_comm_s", "exposed_comm_pct", "samples_per_s", "samples_per_s_per_rank", "epoch_time_s",
     "train_time_s", "peak_mem_bytes", "peak_mem_gib", "baseline_rss_bytes", "weights_bytes", "grads_bytes",
     "optimizer_bytes", "test_loss", "final_train_loss", "num_hosts", "link_mbit", "link_tcp_mbit", "link_rtt_us",
-    "bytes_per_step", "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct",
+    "bytes_per_step", "step_tolerance_pct", "num_steps", "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct",
 ]
 LOSS_CURVE_COLUMNS = ["point_id", "experiment", "model", "world_size", "nodes", "gpus_per_node", "placement_class",
                       "ddp", "rep", "step", "samples_seen", "elapsed_s", "train_loss", "ddp_setting", "link_mbit"]

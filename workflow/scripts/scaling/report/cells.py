@@ -88,6 +88,8 @@ def _ddp(r):
 
 
 def _t2t(r):
+    if known(r.get("step_tolerance_pct")) and float(r["step_tolerance_pct"]) > 0:
+        return "– (step-time point)"  # stopped once its step was known: never trained to the target
     note = cell_text(r.get("time_to_target_note"))
     if not known(r.get("time_to_target_s")):
         return note or "–"

@@ -73,10 +73,30 @@ def measured_on(points: pd.DataFrame | None, provenance: dict) -> list[tuple[str
                                                    if prov.get("launchers") else "")),
         ("world sizes measured", sizes),
         ("runs (point × repeat)", f"{counts['planned']} planned, {counts['ok']} ok"),
+        *step_time_rows(points),
         ("experiments", _join(exps)),
         ("software", software or "–"),
         ("commit", _join(prov.get("git"))),
     ]
+
+
+def step_time_rows(points: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """The 'step-time points' row where a study has any: how many ok runs measured their step to a
+    tolerance instead of training their work, why they stopped, and what that means for time to target."""
+    if points is None or "step_tolerance_pct" not in points:
+        return []
+    tol = pd.to_numeric(points["step_tolerance_pct"], errors="coerce").fillna(0)
+    ok = points[(tol > 0) & (points["status"] == "ok")]
+    if ok.empty:
+        return []
+    why = ok["stop_reason"].fillna("work").value_counts()
+    said = {"tolerance": "within ±{}%", "cap": "at max_steps", "work": "at the end of their work"}
+    steps = pd.to_numeric(ok["num_steps"], errors="coerce")
+    tols = ", ".join(f"{t:g}" for t in sorted(set(tol[tol > 0])))
+    parts = "; ".join(f"{n} {said.get(r, r).format(tols)}" for r, n in why.items())
+    return [("step-time points", f"{len(ok)} ok run{'s' if len(ok) != 1 else ''} measured their step, not "
+             f"their work: stopped {parts}, after {int(steps.min()):,} to {int(steps.max()):,} steps; their time "
+             "to a target is predicted, never measured")]
 
 
 def band_text(b: dict | None, f) -> str:

@@ -19,7 +19,7 @@ from ..common.stats import ratio_ci, summarize
 GROUP = ["experiment", "model", "nodes", "gpus_per_node", "link_mbit", "hidden_width", "ddp", "ddp_setting"]
 # constant within a configuration; carried along for readers
 CARRY = ["world_size", "placement", "placement_class", "batch_per_rank", "global_batch", "samples", "epochs",
-         "grid_size"]
+         "grid_size", "step_tolerance_pct"]
 STAT_SUFFIXES = ("mean", "median", "std", "ci_lo", "ci_hi")
 # the guidelines decide on these metrics: beside the 95% CI (ci_lo/ci_hi, for reading) they get the
 # deciding interval (dlo/dhi) at the settings' decision_level, 1 - alpha / looks (decide/sequential.py)
@@ -33,7 +33,8 @@ LOG_PATH = re.compile(r" \(log: [^)]*\)")  # the launcher's "(log: results/<stud
 def points_status(df: pd.DataFrame) -> pd.DataFrame:
     """One row per planned point x repeat: what ran and, when it did not succeed, why."""
     cols = ["point_id", "experiment", "model", "nodes", "gpus_per_node", "world_size", "placement",
-            "placement_class", "ddp", "hidden_width", "rep", "status", "reason", "contended", "contention"]
+            "placement_class", "ddp", "hidden_width", "rep", "status", "reason", "contended", "contention",
+            "step_tolerance_pct", "num_steps", "stop_reason"]
     out = df.reindex(columns=cols).copy()
     out["reason"] = [r if isinstance(r, str) and r else ("no record" if s == "missing" else "")
                      for r, s in zip(out["reason"], out["status"])]

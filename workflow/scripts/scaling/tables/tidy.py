@@ -32,7 +32,8 @@ from ..common.columns import (ALLREDUCE_COLUMNS, LOSS_CURVE_COLUMNS, VAL_CURVE_C
 COLUMNS = [
     "point_id", "family", "study", "experiment", "impl", "basis", "model", "widths", "hidden_width", "grid_size",
     "spline_order", "nodes", "gpus_per_node", "world_size", "placement", "placement_class", "ddp",
-    "batch_per_rank", "global_batch", "samples", "epochs", "lr", "lr_effective", "rep", "status", "reason", "backend", "device_type",
+    "batch_per_rank", "global_batch", "samples", "epochs", "step_tolerance_pct", "num_steps", "stop_reason",
+    "lr", "lr_effective", "rep", "status", "reason", "backend", "device_type",
     "launcher", "num_params", "step_time_s", "step_time_p10_s", "step_time_p90_s", "nosync_step_time_s",
     "exposed_comm_s", "exposed_comm_pct", "flat_allreduce_s", "bucket_cap_mb", "num_buckets", "samples_per_s",
     "samples_per_s_per_rank", "samples_per_s_wall", "train_time_s", "epoch_time_s", "peak_mem_bytes",
@@ -158,6 +159,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "batch_per_rank": t.get("batch_per_rank"),
         "global_batch": t["batch_per_rank"] * world if t else None,
         "samples": t.get("samples"), "epochs": t.get("epochs"), "rep": point["rep"],
+        # a step-time point (kan/contract/step_stop.py): the step to a tolerance, not the whole work
+        "step_tolerance_pct": pt.train.step_tolerance_pct if pt.allreduce is None else None,
         "threads_per_rank": p.get("threads_per_rank", 1), "link_mbit": p.get("link_mbit") or 0.0,
         "status": state, "reason": reason, "job_wall_s": job_wall_s,
         **rates(pt, record),
@@ -189,6 +192,8 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "samples_per_s_wall": _get(rec, "throughput", "samples_per_s_wall"),
         "train_time_s": _get(rec, "timing", "train_time_s"),
         "epoch_time_s": _get(rec, "timing", "epoch_time_s"),
+        "num_steps": _get(rec, "timing", "num_steps"),
+        "stop_reason": _get(rec, "timing", "stop", "reason"),  # older records: none
         "peak_mem_bytes": _get(rec, "memory", "peak_bytes"),
         "peak_mem_gib": _get(rec, "memory", "peak_gib"),
         "mem_kind": _get(rec, "memory", "kind"),
@@ -256,6 +261,10 @@ def collect(points: list[dict], record_paths: dict[str, str], running: dict[str,
         row = tidy_row(point, state, rec, reason, job_walls.get(pid))
         rows.append(row)
         if state != "ok":
+            continue
+        if row["step_tolerance_pct"]:
+            # a step-time point stopped once its step was known, not at a target: its curves would read
+            # as "never reached it", and its final loss as a reference it never trained to
             continue
         keys = {c: row[c] for c in ("experiment", "model", "world_size", "nodes", "gpus_per_node",
                                     "placement_class", "ddp", "rep", "ddp_setting", "link_mbit")}
