@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import fnmatch
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -397,7 +398,7 @@ def test_impl_and_basis_choices_agree():
     assert Point().model.grid_size == schema_keys(schema)["model.grid_size"]["default"]
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "local.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[2] / "config").glob("*.yaml")))
 def test_shipped_configs_are_valid(root, name):
     cfg = plan.load_config(root / "config" / name)
     assert plan.build_points(cfg)

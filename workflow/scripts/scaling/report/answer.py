@@ -354,11 +354,15 @@ def imported_settle(text: str | None) -> str | None:
     return text + IMPORTED_REPEATS
 
 
-def runs_line(status: dict) -> dict:
-    """'43 of 43 runs ok', the states that need a tile (failed, missing, running, ...) and how many
-    ran contended (more busy ranks than cores, or beside another point: their times may be inflated)."""
+def runs_line(status: dict, device: str | None = None) -> dict:
+    """'43 of 43 runs ok, 0.046 rank-hours spent', the states that need a tile (failed, missing,
+    running, ...) and how many ran contended (more busy ranks than cores, or beside another point:
+    their times may be inflated). Spent: world size x each job's wall time, start-up included, over
+    every job that ran (a failed one too)."""
     contended = len(status.get("contended") or [])
-    return {"text": f"{status['ok']} of {status['planned']} runs ok",
+    spent = status.get("spent_hours")
+    return {"text": f"{status['ok']} of {status['planned']} runs ok"
+                    + (f", {cost(spent, device)} spent (world size × each job's wall time)" if spent else ""),
             "tiles": [c for c in NOT_OK if status.get(c)],
             "contended": contended}
 
@@ -379,7 +383,7 @@ def answer_context(tables: dict, guidelines: list[dict], status: dict, provenanc
                           "place (add experiments.strong, or wait for its points to finish)."}]
     # the target a row's "where to run" is chosen by, when any is (the table's pointer says so)
     targets = sorted({a["target"] for a in answers if a.get("target")})
-    return {"items": items, "runs": runs_line(status), "terms": TERMS, "targets": targets,
+    return {"items": items, "runs": runs_line(status, device), "terms": TERMS, "targets": targets,
             "by_target": {a["model"]: a["target"] for a in answers if a.get("target")},
             "imported": imported_text(provenance),
             "headers": ["model", "where to run", "speedup", "efficiency", "time there", "cost",

@@ -81,9 +81,14 @@ def figure_entries(manifest: dict, folder: str | Path | None, names: list[str]) 
 def status_summary(points: pd.DataFrame | None) -> dict:
     """Counts by state (summary.status_counts) and the runs that did not succeed or ran contended."""
     out = status_counts(points)
-    out.update(not_ok=[], contended=[])
+    out.update(not_ok=[], contended=[], spent_hours=None)
     if points is None or points.empty:
         return out
+    if "job_wall_s" in points:  # what the study spent: every job that ran, a failed one too
+        wall = pd.to_numeric(points["job_wall_s"], errors="coerce")
+        ran = wall.notna()
+        if ran.any():
+            out["spent_hours"] = float((pd.to_numeric(points.loc[ran, "world_size"]) * wall[ran]).sum() / 3600)
     st = points["status"].fillna("missing")
     flags = points["contended"] if "contended" in points else pd.Series(False, index=points.index)
     contended = points[[str(v).lower() == "true" for v in flags]]

@@ -34,7 +34,7 @@ def points_status(df: pd.DataFrame) -> pd.DataFrame:
     """One row per planned point x repeat: what ran and, when it did not succeed, why."""
     cols = ["point_id", "experiment", "model", "nodes", "gpus_per_node", "world_size", "placement",
             "placement_class", "ddp", "hidden_width", "rep", "status", "reason", "contended", "contention",
-            "step_tolerance_pct", "num_steps", "stop_reason"]
+            "step_tolerance_pct", "num_steps", "stop_reason", "job_wall_s"]
     out = df.reindex(columns=cols).copy()
     out["reason"] = [r if isinstance(r, str) and r else ("no record" if s == "missing" else "")
                      for r, s in zip(out["reason"], out["status"])]
