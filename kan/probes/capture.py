@@ -6,17 +6,23 @@ silently freezes a value into the graph), as PyTorch's CUDA-graph notes list it:
 
   python  a tensor made from Python values on the device (torch.tensor(..., device=x.device),
           x.new_tensor(...)): built on the host and copied over
-  copy    a host tensor copied to the device (.to(device), copy_ of a CPU tensor)
+  copy    a host tensor copied to the device (.to(device), copy_ of a CPU tensor, a host index
+          tensor indexing a device tensor: x[:, torch.tensor([0, 2])])
   read    the device read back to the host: .item(), float(), bool() and `if` on a tensor
           (aten._local_scalar_dense), .cpu(), .tolist(), printing a tensor, torch.equal
   shape   an output whose shape depends on the data, so the host must read it to size it:
           nonzero, boolean-mask indexing, unique, masked_select
   sync    an explicit synchronize (torch.cuda.synchronize, a stream's or an event's)
+  check   a linear-algebra error check that reads the device's info flags (torch.linalg.inv,
+          cholesky, solve: aten._linalg_check_errors; the _ex variants do not)
 
-How: after one warm-up step (caches built on first use, Adam's state), one more training step
+How: after as many eager warm-up steps as the trainer makes before it captures (kan/graphs.py's
+11: caches built on first use, Adam's state, and whatever a model starts doing on a later call),
+one more training step
 (forward, loss, backward, and Adam with capturable=True and its rate a device tensor, as
 training.cuda_graphs runs it) goes under a TorchDispatchMode that sees every aten operator, a
-TorchFunctionMode that sees the Python call it came from (Tensor.item, Tensor.__repr__, ...), and
+TorchFunctionMode that sees the Python call it came from (Tensor.item, Tensor.__repr__, ...; and
+torch.tensor under any name it was imported by), and
 stand-ins for the Python-level constructors and syncs that dispatch nothing on every device. It
 runs on PyTorch's `meta` device by default: tensors without data, so the host (the CPU) and the
 device (meta) are told apart as they are on a GPU, and a 10^9-parameter model costs nothing. An

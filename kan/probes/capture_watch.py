@@ -15,8 +15,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
+from ..graphs import WARMUP_STEPS  # noqa: F401 (capture.py reads it here)
+
 CHECK = "cuda_graph_capture"
-WARMUP_STEPS = 1  # enough for what is made on first use (a layer's cached constants, Adam's state)
+# WARMUP_STEPS: as many eager calls as the trainer makes before it captures (the DDP + CUDA graphs
+# recipe's 11): what a model starts doing on its 2nd to 11th call is in the captured step too, and a
+# check that watched its 2nd call would miss it
 
 WHAT = {
     "python": "a tensor made from Python values on the device (a host-to-device copy)",
@@ -24,6 +28,7 @@ WHAT = {
     "read": "a read back to the host (the host waits for the device)",
     "shape": "an output whose shape depends on the data (the host reads it back to size it)",
     "sync": "an explicit sync",
+    "check": "a linear-algebra error check (the host reads the device's info flags back)",
 }
 FIXES = {
     "python": "make constants once (a registered buffer, or cached per device and dtype as kan/kernels/eager_bspline.py "
@@ -34,11 +39,18 @@ FIXES = {
     "shape": "use fixed-shape operators: torch.where, masked_fill or a multiplication by the mask instead of "
              "boolean indexing, nonzero, unique or masked_select",
     "sync": "take the synchronize out of the step",
+    "check": "use the _ex variant (torch.linalg.inv_ex, cholesky_ex, solve_ex, lu_factor_ex), which returns "
+             "its info as a device tensor, and check that outside the step",
 }
 # operators whose output shape is read from the data (nonzero inside boolean indexing: aten.index)
 DYNAMIC = {"nonzero", "nonzero_numpy", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
            "unique_consecutive", "unique_dim_consecutive", "bincount", "masked_scatter_backward"}
 READS = {"_local_scalar_dense", "item", "equal", "is_nonzero"}
+# torch.linalg.inv, cholesky, solve, ... end with this check, which reads the device's info flags
+CHECKS = {"_linalg_check_errors"}
+# torch.tensor & co.: a tensor made from Python values; seen at the Python level (whatever name the
+# caller imported it under: `from torch import tensor` too), since on meta they dispatch nothing
+CONSTRUCTORS = {"tensor", "as_tensor", "asarray", "new_tensor"}
 BOOL_INDEXED = {"index", "index_put", "index_put_", "_index_put_impl", "_index_put_impl_", "_unsafe_index_put"}
 COPIES = {"_to_copy", "copy_", "copy", "_copy_from", "_copy_from_and_resize"}
 # Python-level calls whose aten operators are the finding: the finding says which call it came from
@@ -82,10 +94,16 @@ class _Watch(TorchDispatchMode):
             return "read" if any(self._on_device(t) for t in ins) else None  # a CPU tensor read on the CPU: fine
         if name in DYNAMIC:
             return "shape" if any(self._on_device(t) for t in ins) else None
+        if name in CHECKS:
+            return "check" if any(self._on_device(t) for t in ins) else None
         if name in BOOL_INDEXED:
             indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
             masks = [t for t in _tensors(indices) if t.dtype in (torch.bool, torch.uint8)]
-            return "shape" if masks and self._on_device(args[0]) else None
+            if masks and self._on_device(args[0]):
+                return "shape"
+            # an index tensor on the host used on the device: copied in at every step
+            host = [t for t in _tensors(indices) if t.device.type == "cpu" and t.dim() > 0]
+            return "copy" if host and self._on_device(args[0]) else None
         if name == "lift_fresh":  # torch.tensor(...) on a GPU; on meta it dispatches nothing (_constructors)
             return "python" if self._on_device(args[0]) else None
         if name in COPIES:
@@ -145,6 +163,9 @@ class _Calls(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
         w = self.watch
+        if name in CONSTRUCTORS and w.recording and not w.quiet:  # (quiet: inside _constructors' stand-in)
+            return made_from_python(w, func, f"Tensor.{name}" if name == "new_tensor" else f"torch.{name}",
+                                    args, kwargs or {})
         if name not in API or not w.recording:
             return func(*args, **(kwargs or {}))
         label = f"Tensor.{name}" if "Tensor" in getattr(func, "__qualname__", "") else f"torch.{name}"
@@ -160,26 +181,32 @@ class _Calls(TorchFunctionMode):
             w.api.pop()
 
 
+def made_from_python(watch: _Watch, func, label: str, args, kwargs):
+    """torch.tensor & co., noted where the tensor lands on the device from Python values: on meta
+    torch.tensor(..., device=x.device) dispatches no operator at all (on a GPU it is aten.lift_fresh
+    of a copied tensor, kept quiet here: one finding, not two)."""
+    watch.quiet += 1
+    try:
+        out = func(*args, **kwargs)
+    finally:
+        watch.quiet -= 1
+    data = (args[1] if len(args) > 1 else kwargs.get("data")) if label == "Tensor.new_tensor" else \
+        (args[0] if args else kwargs.get("data"))
+    already = isinstance(data, torch.Tensor) and data.device == out.device
+    if isinstance(out, torch.Tensor) and watch._on_device(out) and not already:
+        watch.note(label, "python")
+    return out
+
+
 @contextlib.contextmanager
 def _constructors(watch: _Watch) -> Iterator[None]:
-    """torch.tensor & co. and the syncs, replaced for the watched step: on meta torch.tensor(...,
-    device=x.device) dispatches no operator at all (on a GPU it is aten.lift_fresh of a copied
-    tensor), and a synchronize is no operator anywhere."""
-    def made_from_python(orig, label):
-        def wrapper(*args, **kwargs):
-            watch.quiet += 1
-            try:
-                out = orig(*args, **kwargs)
-            finally:
-                watch.quiet -= 1
-            data = args[0] if args else kwargs.get("data")
-            if label == "Tensor.new_tensor":
-                data = args[1] if len(args) > 1 else kwargs.get("data")
-            already = isinstance(data, torch.Tensor) and data.device == out.device
-            if isinstance(out, torch.Tensor) and watch._on_device(out) and not already:
-                watch.note(label, "python")
-            return out
-        return wrapper
+    """torch.tensor & co. and the syncs, replaced for the watched step. The constructors are seen
+    twice over: _Calls sees every call in the forward, whatever name the caller imported it under
+    (`from torch import tensor` holds the original, which no patch reaches); a custom backward runs
+    outside the function mode, so there the patched `torch.tensor` is what sees them. A synchronize
+    is no operator anywhere."""
+    def constructor(orig, label):
+        return lambda *args, **kwargs: made_from_python(watch, orig, label, args, kwargs)
 
     def sync(orig, label):
         def wrapper(*args, **kwargs):
@@ -187,10 +214,10 @@ def _constructors(watch: _Watch) -> Iterator[None]:
             return orig(*args, **kwargs) if watch.device.type == "cuda" else None
         return wrapper
 
-    patches = [(torch, "tensor", made_from_python, "torch.tensor"),
-               (torch, "as_tensor", made_from_python, "torch.as_tensor"),
-               (torch, "asarray", made_from_python, "torch.asarray"),
-               (torch.Tensor, "new_tensor", made_from_python, "Tensor.new_tensor"),
+    patches = [(torch, "tensor", constructor, "torch.tensor"),
+               (torch, "as_tensor", constructor, "torch.as_tensor"),
+               (torch, "asarray", constructor, "torch.asarray"),
+               (torch.Tensor, "new_tensor", constructor, "Tensor.new_tensor"),
                (torch.cuda, "synchronize", sync, "torch.cuda.synchronize")]
     for owner, label in ((getattr(torch.cuda, "Stream", None), "torch.cuda.Stream.synchronize"),
                          (getattr(torch.cuda, "Event", None), "torch.cuda.Event.synchronize"),

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch import tensor  # the name a caller may use: a patch of torch.tensor never sees it
 
 from kan.kernels import triton_bspline
 from kan.probes import capture
@@ -46,7 +47,19 @@ BREAKS = {
     "unique": (lambda m, y: y + torch.unique(y.detach()).sum(), "aten._unique2", "shape"),
     "masked_select": (lambda m, y: y + torch.masked_select(y, y > 0).sum(), "aten.masked_select", "shape"),
     "synchronize": (lambda m, y: torch.cuda.synchronize() or y, "torch.cuda.synchronize", "sync"),
+    "tensor imported by name": (lambda m, y: y * tensor([1.0, 2.0, 3.0], device=y.device), "torch.tensor", "python"),
+    "a host index tensor on a device tensor": (lambda m, y: y[:, torch.tensor([0, 2, 1])], "aten.index", "copy"),
+    "torch.linalg.inv (its error check syncs)": (lambda m, y: y @ torch.linalg.inv(m.lin.weight),
+                                                 "aten._linalg_check_errors", "check"),
+    "a read that starts on the 5th call": (lambda m, y: _from_fifth_call(m, y), "aten._local_scalar_dense", "read"),
 }
+
+
+def _from_fifth_call(m, y):
+    """Fine for 4 calls, then a read back every call: the trainer warms up 11 calls before it captures
+    the 12th, so the check must watch a call after as many warm-up calls, not the 2nd."""
+    m.calls = getattr(m, "calls", 0) + 1
+    return y * y.max().item() if m.calls >= 5 else y
 
 
 @pytest.mark.parametrize("case", list(BREAKS))
