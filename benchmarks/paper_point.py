@@ -64,15 +64,23 @@ def main() -> None:
           f"final train loss {rec['loss']['final_train']:.4g}, test loss {rec['loss']['test']:.4g}")
     an = rec.get("anatomy") or {}
     if an:
+        # a captured record keeps the eager step's profile under eager_ names: said as the eager step's
+        eager = an.get("ops_per_step") is None and an.get("eager_ops_per_step") is not None
+        ops, busy = (an.get("eager_ops_per_step"), an.get("eager_gpu_busy_pct")) if eager else \
+            (an.get("ops_per_step"), an.get("gpu_busy_pct"))
         print(f"anatomy ({an['step']} step): fixed {an['eager_fixed_step_ms']:.3f} ms eager, "
-              f"{an['per_sample_us']:.3f} us a sample, {an['ops_per_step']} {an['ops_kind']} per step, "
-              f"GPU busy {an['gpu_busy_pct'] if an['gpu_busy_pct'] is not None else '-'}%, bound {an['bound']}")
+              f"{an['per_sample_us']:.3f} us a sample, {ops} {an['ops_kind']} per {'eager ' if eager else ''}step, "
+              f"GPU busy {busy if busy is not None else '-'}%{' (eager step)' if eager else ''}, bound {an['bound']}"
+              + (", dispatch clamped to 0 (the eager compute exceeds the replayed step)" if an.get("dispatch_clamped") else ""))
     kern = rec.get("kernels") or {}
     print(f"kernels: {kern.get('path')} ({kern.get('why')})")
     if a.json:
         a.json.write_text(json.dumps({"kernels": kern,
             "status": "ok", "cuda_graphs": a.cuda_graphs, "capture": rec.get("cuda_graphs"), "epochs": a.epochs,
             "device": rec["ranks"][0]["device_name"], "step_ms": t["step_time_s"] * 1e3, "steps": t["num_steps"],
+            "steps_per_epoch": t["steps_per_epoch"], "probe_every": rec["comm"]["probe_every"],
+            "optimizer": ("Adam(capturable=True), its rate a device tensor" if a.cuda_graphs else
+                          "Adam(fused=True)" if rec["device_type"] == "cuda" else "Adam"),
             "train_time_s": t["train_time_s"], "startup_s": t.get("startup_s"), "wall_s": wall,
             "final_train_loss": rec["loss"]["final_train"], "test_loss": rec["loss"]["test"], "anatomy": an}))
     if a.epochs == 40:

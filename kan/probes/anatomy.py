@@ -184,9 +184,10 @@ def measure(net, model, loss_fn, x_all, y_all, batch: int, lr: float, device, dd
 
 
 CAPTURED_RULE = ("captured step (training.cuda_graphs): the line is the eager step's (measured before capture); "
-                 "compute = cost per sample x per-rank batch, dispatch = the rest of the replayed step, the "
-                 "all-reduce included (one graph launch, the batch's copy-in and, on more than one rank, the "
-                 "all-reduce), communication not measured (no probe inside a graph); bound = compute where it "
+                 "compute = cost per sample x per-rank batch (the eager line's), dispatch = the rest of the replayed "
+                 "step, the all-reduce included (one graph launch, the batch's copy-in and, on more than one rank, "
+                 "the all-reduce; 0, flagged clamped, where the eager compute alone exceeds the replayed step), "
+                 "communication not measured (no probe inside a graph); bound = compute where it "
                  "exceeds the whole rest, else on one rank dispatch, on more undecided (the rest's split between "
                  "dispatch and the all-reduce is unknown)")
 
@@ -205,14 +206,22 @@ def summarize(raw: list[dict | None], step_s: float, exposed_s: float | None, ca
     b = slowest["batches"][1]
     parts = {"dispatch": 1e3 * fixed, "compute": 1e3 * per_sample * b,
              "communication": 1e3 * max(exposed_s, 0.0) if exposed_s is not None else None}
+    profiled = {"ops_per_step": slowest["ops_per_step"], "gpu_busy_pct": slowest["gpu_busy_pct"]}
+    clamped = False
     if captured:  # one raw per rank: len(raw) ranks, the all-reduce inside the graph where there are two or more
-        parts = {"dispatch": 1e3 * max(step_s - per_sample * b, 0.0), "compute": parts["compute"],
-                 "communication": None}
+        rest = step_s - per_sample * b
+        clamped = rest < 0  # the eager line's compute alone exceeds the replayed step: its rest is unknown
+        parts = {"dispatch": 1e3 * max(rest, 0.0), "compute": parts["compute"], "communication": None}
+        # the operator count and the GPU's busy share were profiled on the eager step: kept under the
+        # eager_ names, never shown as the replay's (a replay launches one graph)
+        profiled = {"ops_per_step": None, "gpu_busy_pct": None,
+                    **{f"eager_{k}": v for k, v in profiled.items()}}
     return {
         "fixed_step_ms": parts["dispatch"], "per_sample_us": 1e6 * per_sample,
         "batches": slowest["batches"], "compute_step_ms": [1e3 * t for t in slowest["step_s"]],
-        "ops_per_step": slowest["ops_per_step"], "ops_kind": slowest["ops_kind"],
-        "gpu_busy_pct": slowest["gpu_busy_pct"],
+        **profiled, "ops_kind": slowest["ops_kind"],
+        **({"compute_from": "the eager step's line (cost per sample x per-rank batch), measured before capture",
+            "dispatch_clamped": clamped} if captured else {}),
         "step_ms": 1e3 * step_s, "parts_ms": parts,
         "fixed_share_pct": 100.0 * parts["dispatch"] / (1e3 * step_s) if step_s > 0 else None,
         "bound": captured_bound(parts["compute"], parts["dispatch"], len(raw)) if captured else bound(parts),

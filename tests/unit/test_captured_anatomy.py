@@ -96,3 +96,29 @@ def test_gpu_busy_is_over_the_profiled_steps_own_events():
               _event("cpu", 5950, 6000), _event("cpu", 5500, 5500)]  # an instant marker
     assert anatomy.gpu_busy(events) == (2, pytest.approx(50.0))
     assert anatomy.gpu_busy([_event("cpu", 0, 10)]) == (0, None)
+
+
+def test_a_captured_record_shows_no_eager_profile_as_its_own_and_flags_a_clamp():
+    """The operator count and the GPU's busy share were profiled on the eager step: a captured record
+    keeps them under eager_ names only; its compute says it is the eager line's; a replayed step
+    shorter than the eager compute is a clamped dispatch, flagged, not a silent 0."""
+    a = anatomy.summarize([RAW], step_s=0.0003, exposed_s=None, captured=True)
+    assert a["ops_per_step"] is None and a["gpu_busy_pct"] is None
+    assert a["eager_ops_per_step"] == 400 and a["eager_gpu_busy_pct"] == 3.0
+    assert "eager step's line" in a["compute_from"] and a["dispatch_clamped"] is False
+    short = anatomy.summarize([RAW], step_s=0.00005, exposed_s=None, captured=True)  # 0.05 ms < 0.064 ms compute
+    assert short["dispatch_clamped"] is True and short["parts_ms"]["dispatch"] == 0.0
+    eager = anatomy.summarize([RAW], step_s=0.0031, exposed_s=0.0, captured=False)
+    assert eager["ops_per_step"] == 400 and "dispatch_clamped" not in eager and "eager_ops_per_step" not in eager
+
+
+def test_the_section_labels_a_captured_rows_compute_and_its_clamp():
+    from scaling.report.anatomy_section import anatomy_context
+    from scaling.tables.anatomy_table import anatomy_table
+
+    rows = _rows(0.05).assign(ops_per_step=None, gpu_busy_pct=None, dispatch_clamped=True)
+    ctx = anatomy_context(anatomy_table(rows), {}, None)
+    (row,) = ctx["rows"]
+    cells = dict(zip(ctx["headers"], row))
+    assert cells["compute (ms)"].endswith("(eager line)") and "clamped" in cells["dispatch (ms)"]
+    assert cells["operators / step"] == "" and cells["GPU busy"] == ""

@@ -45,6 +45,15 @@ def _comm(r) -> str:
     return "not measured" if _captured(r) and pd.isna(r["communication_ms"]) else _ms(r["communication_ms"])
 
 
+def _dispatch(r) -> str:
+    """A captured step's dispatch is the replay's rest; where the eager line's compute alone exceeds
+    the replayed step that rest is clamped to 0, and the cell says so."""
+    clamped = r.get("dispatch_clamped")
+    if _captured(r) and clamped is not None and not pd.isna(clamped) and bool(clamped):
+        return f"{_ms(r['dispatch_ms'])} (clamped: the eager compute exceeds the replayed step)"
+    return _ms(r["dispatch_ms"])
+
+
 def _captured(r) -> bool:
     v = r.get("captured", False)
     return False if v is None or pd.isna(v) else bool(v)
@@ -54,7 +63,7 @@ def anatomy_context(table: pd.DataFrame | None, manifest: dict, figures_dir) -> 
     if table is None or table.empty:
         return None
     rows = [[r["experiment"], r["model"], int(r["world_size"]), int(r["batch_per_rank"]), _ms(r["step_ms"]),
-             _ms(r["dispatch_ms"]), _ms(r["compute_ms"]), _comm(r), _ms(r["other_ms"]),
+             _dispatch(r), _ms(r["compute_ms"]) + (" (eager line)" if _captured(r) else ""), _comm(r), _ms(r["other_ms"]),
              _pct(r["dispatch_share_pct"]), "" if pd.isna(r["ops_per_step"]) else f"{float(r['ops_per_step']):.0f}",
              _pct(r["gpu_busy_pct"]), "" if pd.isna(r["kernels"]) else r["kernels"], r["bound"]]
             for _, r in table.iterrows()]

@@ -20,7 +20,7 @@ from .aggregate import GROUP
 # repeats whose own parts give the same bound as the means
 COLUMNS = [*GROUP, "world_size", "placement_class", "batch_per_rank", "n", "n_agree", "step_ms", "dispatch_ms",
            "compute_ms", "communication_ms", "other_ms", "dispatch_share_pct", "ops_per_step", "gpu_busy_pct", "kernels", "bound",
-           "captured"]
+           "captured", "dispatch_clamped"]
 EXPERIMENTS = ("strong", "weak", "comm", "model_size")
 
 
@@ -72,6 +72,8 @@ def anatomy_table(df: pd.DataFrame) -> pd.DataFrame:
                      "dispatch_share_pct": 100.0 * means["dispatch_ms"] / means["step_ms"] if means["step_ms"] else None,
                      "ops_per_step": float(g["ops_per_step"].mean()) if "ops_per_step" in g else None,
                      "gpu_busy_pct": float(g["gpu_busy_pct"].mean()) if "gpu_busy_pct" in g and g["gpu_busy_pct"].notna().any() else None,
-                     "kernels": _kernels(g), "bound": bound, "captured": captured})
+                     "kernels": _kernels(g), "bound": bound, "captured": captured,
+                     "dispatch_clamped": bool(g["dispatch_clamped"].fillna(False).astype(bool).any())
+                     if "dispatch_clamped" in g else False})
     out = pd.DataFrame(rows).reindex(columns=COLUMNS)
     return out.sort_values(["experiment", "model", "world_size", "nodes"]).reset_index(drop=True)

@@ -47,7 +47,7 @@ COLUMNS = [
     # what bounds the step (kan/probes/anatomy.py): fixed and per-sample cost, operators, the largest part
     "fixed_step_ms", "per_sample_us", "ops_per_step", "gpu_busy_pct", "bound",
     # which B-spline kernels ran (kan/probes/kernel_choice.py); eager or captured (training.cuda_graphs)
-    "kernel_path", "step_kind",
+    "kernel_path", "step_kind", "dispatch_clamped",
 ]
 CURVE_COLUMNS = LOSS_CURVE_COLUMNS
 
@@ -223,7 +223,7 @@ def tidy_row(point: dict, state: str, record: dict | None, reason: str | None = 
         "alloc_offset_s": _get(rec, "launch", "slurm", "offset_s"),
         "fixed_step_ms": _get(rec, "anatomy", "fixed_step_ms"), "per_sample_us": _get(rec, "anatomy", "per_sample_us"),
         "ops_per_step": _get(rec, "anatomy", "ops_per_step"), "gpu_busy_pct": _get(rec, "anatomy", "gpu_busy_pct"),
-        "bound": _get(rec, "anatomy", "bound"),
+        "bound": _get(rec, "anatomy", "bound"), "dispatch_clamped": _get(rec, "anatomy", "dispatch_clamped"),
         # which B-spline kernels ran (kan/probes/kernel_choice.py) and whether the step was one CUDA graph replay
         "kernel_path": _get(rec, "kernels", "path"), "step_kind": _get(rec, "anatomy", "step"),
         # how the ranks started: warm (forked by the warm-start server), exec (a fresh interpreter), or both
