@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # GPU readiness in one shot: everything kanscale has that only a GPU can run, in one call of at most
-# 8 minutes on one GPU (BUDGET_S, default 470 s: every step runs under `timeout` with what is left,
-# and a step with under 20 s left is skipped and named), into one results file. Without CUDA it runs
-# what it can on the CPU, says clearly what it skipped, and exits 0.
+# 7 minutes on one GPU (BUDGET_S, default 400 s, so that a second call fits the device's 15 minutes
+# with its starts), into one results file. Every step runs under `timeout` at its own share of the
+# budget (SHARE below, in % of BUDGET_S), never more than what is left; a step with under 20 s left is
+# skipped and named. Each step's output streams into OUT_DIR/steps.log as it comes (a step that is
+# cut keeps what it printed); device_check.md is written first and gets each step's last 60 lines and
+# exit status as the step ends. Without CUDA it runs what it can on the CPU, says clearly what it
+# skipped, and exits 0.
 #
 #   bash benchmarks/device_check.sh [OUT_DIR] [--quick]
 #   REHEARSE=1 bash benchmarks/device_check.sh DIR     the rehearsal, on any machine (see below)
@@ -55,32 +59,41 @@ export PYTHONPATH="$PWD:$PWD/workflow/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHON
 GPU_TESTS=(tests/unit/test_layers.py tests/unit/test_bases.py tests/unit/test_train_cli.py tests/unit/test_graphs.py
            tests/unit/test_anatomy.py)
 T0=$(date +%s)
-BUDGET_S=${BUDGET_S:-470}
+BUDGET_S=${BUDGET_S:-400}
+LOG="$OUT_DIR/steps.log"
+# each step's share of the budget, in % (they sum to 100): its own time limit, BUDGET_S x share / 100
+declare -A SHARE=([machine]=4 [nvidia-smi]=2 [collect]=6 [tests]=18 [capture]=6 [paper-eager]=12
+                  [paper-captured]=12 [bench]=8 [points]=12 [ddp]=12)  # bench: each of its two batches
 
 say() { printf '%s\n' "$*" | tee -a "$RES"; }
 section() { say ""; say "## $*"; }
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-run() {  # run a step under the time left, keep its output (fenced) in the results file, never stop the script
-  local name=$1; shift
-  local t=$(date +%s) lim=$(( $(left) - 10 ))
-  [ -n "${CAP:-}" ] && [ "$CAP" -lt "$lim" ] && lim=$CAP  # CAP=seconds run ...: this step's own limit
+run() {  # run SHARE_KEY NAME CMD...: a step under its share of the budget (and never more than is left),
+  # its output streamed to steps.log, its last lines (fenced) into the results file; never stops the script
+  local key=$1 name=$2; shift 2
+  local t=$(date +%s) lim=$(( $(left) - 10 )) own=$(( BUDGET_S * ${SHARE[$key]} / 100 ))
   if [ "$lim" -lt 20 ]; then say ""; say "$name: skipped, out of time ($(left) s of ${BUDGET_S} s left)"; return; fi
+  [ "$own" -lt "$lim" ] && lim=$own
   say ""; say "\`\`\`"; say "\$ $*"
-  timeout -k 5 "$lim" "$@" 2>&1 | tail -n 60 | tee -a "$RES"
-  local rc=${PIPESTATUS[0]}
-  [ "$rc" = 124 ] && say "(stopped at the ${lim} s left of the budget)"
+  local from=$(( $(stat -c %s "$LOG") + 1 ))
+  printf '\n=== %s (%s s at most) ===\n' "$name" "$lim" >> "$LOG"
+  timeout -k 5 "$lim" "$@" >> "$LOG" 2>&1
+  local rc=$?
+  tail -c +"$from" "$LOG" | tail -n +3 | tail -n 60 | tee -a "$RES"
+  [ "$rc" = 124 ] && say "(stopped at its ${lim} s: ${SHARE[$key]}% of the ${BUDGET_S} s budget, or what was left)"
   say "\`\`\`"
   say "$name: exit $rc, $(( $(date +%s) - t )) s"
 }
 
 : > "$RES"
+: > "$LOG"
 say "# kanscale device check"
 say "date $(date -u +%FT%TZ), host $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty)'), quick=$QUICK, rehearse=$REHEARSE"
 [ "$REHEARSE" = 1 ] && say "rehearsal: imports held to the GPU machine's image (benchmarks/gpu-image-packages.txt)"
 
 section "1. machine"
 CUDA=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
-run machine "$PY" - <<'EOF'
+run machine machine "$PY" - <<'EOF'
 import platform, torch
 print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda)
 if torch.cuda.is_available():
@@ -95,7 +108,7 @@ for mod in ("triton", "numba"):
     except Exception as e:
         print(mod, "not importable:", type(e).__name__)
 EOF
-command -v nvidia-smi >/dev/null && run nvidia-smi nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+command -v nvidia-smi >/dev/null && run nvidia-smi nvidia-smi nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 if [ "$CUDA" != 1 ]; then
   say ""
   say "**No CUDA device.** Skipped: the CUDA-only tests, the CUDA layer benchmark, the paper's point"
@@ -105,27 +118,27 @@ fi
 
 section "2. tests"
 if [ "$REHEARSE" = 1 ]; then  # what the GPU run's pytest would collect, under the image's packages
-  run "collect (the GPU run's test files)" "$PY" -m pytest --collect-only -q -p no:cacheprovider "${GPU_TESTS[@]}"
+  run collect "collect (the GPU run's test files)" "$PY" -m pytest --collect-only -q -p no:cacheprovider "${GPU_TESTS[@]}"
 fi
 if "$PY" -c 'import pytest' 2>/dev/null && [ "$CUDA" != 1 ] && [ $QUICK = 1 ]; then
   # no GPU and --quick (the CPU test of this script): the layer tests are the unit suite's own, run there
-  run tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_train_cli.py
+  run tests tests "$PY" -m pytest -q -p no:cacheprovider -rs tests/unit/test_train_cli.py
 elif "$PY" -c 'import pytest' 2>/dev/null; then
-  run tests "$PY" -m pytest -q -p no:cacheprovider -rs "${GPU_TESTS[@]}"
+  run tests tests "$PY" -m pytest -q -p no:cacheprovider -rs "${GPU_TESTS[@]}"
 else
   say "skipped: pytest is not importable by $PY"
 fi
-run "capture check (kan/probes/capture.py; on CUDA held against real captures)" "$PY" benchmarks/capture_check.py --json "$OUT_DIR/capture_check.json"
+run capture "capture check (kan/probes/capture.py; on CUDA held against real captures)" "$PY" benchmarks/capture_check.py --json "$OUT_DIR/capture_check.json"
 
 section "3. the seed paper's 1-GPU point, eager and captured"
 if [ "$CUDA" = 1 ]; then
   EPOCHS=40; [ $QUICK = 1 ] && EPOCHS=2
-  run "paper point eager (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
+  run paper-eager "paper point eager (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
     --epochs $EPOCHS --json "$OUT_DIR/paper_eager.json"
-  run "paper point captured (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
+  run paper-captured "paper point captured (cuda, $EPOCHS epochs)" "$PY" benchmarks/paper_point.py --device cuda --threads 1 \
     --epochs $EPOCHS --cuda-graphs --json "$OUT_DIR/paper_captured.json"
 else
-  run "paper point (cpu, 2 epochs)" "$PY" benchmarks/paper_point.py --device cpu --epochs 2 \
+  run paper-eager "paper point (cpu, 2 epochs)" "$PY" benchmarks/paper_point.py --device cpu --epochs 2 \
     --json "$OUT_DIR/paper_eager.json"
   say "paper point captured: skipped, a CUDA graph needs a CUDA device"
 fi
@@ -137,23 +150,23 @@ PEERS=()
 [ ${#PEERS[@]} -eq 0 ] && say "peers: none carried (.peers/inkan, .peers/efficient-kan/src): kanscale vs the MLP only"
 if [ "$CUDA" = 1 ]; then
   ROUNDS=2; [ $QUICK = 1 ] && ROUNDS=1
-  for batch in 4096 16384; do  # at most 2 minutes each: parts 5 and 6 keep their time
-    CAP=120 run "bench cuda batch $batch" "$PY" benchmarks/bench_layers.py --device cuda --workload all --batch $batch \
+  for batch in 4096 16384; do  # each at its own share: parts 5 and 6 keep their time
+    run bench "bench cuda batch $batch" "$PY" benchmarks/bench_layers.py --device cuda --workload all --batch $batch \
       --rounds $ROUNDS --steps 50 --impls "kanscale,kanscale-eager,mlp${IMPL_PEERS:-}" "${PEERS[@]}" \
       --json "$OUT_DIR/bench_cuda_$batch.json"
   done
 else
-  run "bench cpu (small)" "$PY" benchmarks/bench_layers.py --device cpu --workload small --rounds 1 --steps 10 \
+  run bench "bench cpu (small)" "$PY" benchmarks/bench_layers.py --device cpu --workload small --rounds 1 --steps 10 \
     --impls kanscale,mlp
 fi
 
 section "5. the tiny study on the device"
 DEV=cpu; [ "$CUDA" = 1 ] && DEV=cuda
-run "points on $DEV" "$PY" benchmarks/device_points.py --device $DEV --out "$OUT_DIR/points"
+run points "points on $DEV" "$PY" benchmarks/device_points.py --device $DEV --out "$OUT_DIR/points"
 
 section "6. DDP settings on the device"
 Q=(); [ $QUICK = 1 ] && Q=(--quick)
-run "ddp settings on $DEV" "$PY" benchmarks/device_ddp.py --device $DEV --out "$OUT_DIR/ddp" "${Q[@]}"
+run ddp "ddp settings on $DEV" "$PY" benchmarks/device_ddp.py --device $DEV --out "$OUT_DIR/ddp" "${Q[@]}"
 
 section "7. summary: the paper's point, eager against captured"
 "$PY" benchmarks/paper_summary.py "$OUT_DIR/paper_eager.json" "$OUT_DIR/paper_captured.json" | tee -a "$RES"
@@ -175,7 +188,7 @@ EOF
 
 section "done"
 # at most 8 files come back from the device machine: the points' records, attempts and logs travel as one
-# archive (device_check.md, the JSON summaries and runs.tar.gz stay beside it)
+# archive (device_check.md, steps.log, the JSON summaries and runs.tar.gz stay beside it: 8 at most)
 RUNS=()
 for d in points ddp attempts logs; do [ -d "$OUT_DIR/$d" ] && RUNS+=("$d"); done
 if [ ${#RUNS[@]} -gt 0 ] && tar -czf "$OUT_DIR/runs.tar.gz" -C "$OUT_DIR" "${RUNS[@]}"; then

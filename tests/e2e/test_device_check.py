@@ -65,6 +65,12 @@ def test_the_rehearsal_runs_every_step_under_the_gpu_images_packages(tmp_path):
     assert "paper point captured: skipped, a CUDA graph needs a CUDA device" in text
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) <= 8 and (tmp_path / "runs.tar.gz").is_file(), files
+    # every step's whole output streamed into steps.log as it came, each under its own time limit
+    log = (tmp_path / "steps.log").read_text()
+    for step in ("machine", "tests", "points on cpu", "ddp settings on cpu"):
+        assert re.search(rf"=== {step} \((\d+) s at most\) ===", log), step
+    limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"=== (.+?) \((\d+) s at most\) ===", log)}
+    assert limits["tests"] == 400 * 18 // 100 and limits["machine"] == 400 * 4 // 100  # its share of 400 s
 
 
 def test_the_guard_refuses_what_the_image_lacks():
