@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from plan import load_schema
-from scaling.common.repeats import RepeatPlan
+from kan.contract.repeats import RepeatPlan
 from scaling.decide.sequential import simulate
 
 # the designs' overall false-decision rate: the config's own default (report.alpha)

@@ -128,7 +128,7 @@ def test_point_validates_itself():
 
 
 def test_launch_settings_and_geometry():
-    from launch import geometry
+    from kan.contract import geometry
 
     cfg = plan.validate_config(copy.deepcopy({**CFG, "resources": {"runtime_min": 7, "mem_mb_per_rank": 1000,
                                                                     "cpus_per_rank": 3}}))

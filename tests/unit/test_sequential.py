@@ -4,7 +4,7 @@ look adds, capped by max and trimmed to the budget."""
 
 import pytest
 
-from scaling.common.repeats import RepeatPlan, next_batch
+from kan.contract.repeats import RepeatPlan, next_batch
 from scaling.decide.sequential import plan_batch, simulate
 from scaling.tables.aggregate import GROUP
 from scaling_data import settings

@@ -9,7 +9,8 @@ WORKFLOW_DIR = Path(workflow.current_basedir).parent  # workflow/, also when use
 SCRIPTS = WORKFLOW_DIR / "scripts"
 # the workflow's own packages (plan, launch, scaling) are installed with kan (pyproject.toml)
 import plan
-from launch import claims, geometry
+from kan.contract import geometry
+from launch import claims
 from launch import slurm as slurm_jobs
 
 _CONFIG_FILES = ", ".join(map(str, workflow.configfiles)) or "config"
@@ -243,7 +244,7 @@ def get_retry_token(wildcards):
 
 
 # Slurm geometry of a point's job (used by profiles/slurm through the executor plugin; ignored
-# locally), from workflow/scripts/launch/geometry.py, which the launcher's srun line uses too. The
+# locally), from kan/contract/geometry.py, which the launcher's srun line uses too. The
 # rule has an `mpi` resource, so the plugin runs it in the job's batch step and the launcher starts
 # the srun tasks: one torchrun agent per node, or (launcher srun) one task per rank.
 def get_point_resource(name):

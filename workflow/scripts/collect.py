@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from scaling.common.io import read_json, step_args, write_csv
-from scaling.common.repeats import RepeatPlan, requested_points
+from kan.contract.repeats import RepeatPlan, requested_points
 from scaling.tables.tidy import collect, read_job_wall
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from plan import load_schema
 from scaling.common.columns import clean, clean_allreduce
 from scaling.common.io import read_json, step_args, write_json
-from scaling.common.repeats import RepeatPlan, requested_points
+from kan.contract.repeats import RepeatPlan, requested_points
 from scaling.common.settings import Settings
 from scaling.decide.guidelines import compute_guidelines
 from scaling.decide.sequential import family_keys, plan_batch

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import plan
 from plan import plan_summary
-from launch import claims, geometry
+from kan.contract import geometry
+from launch import claims
 from launch import slurm as slurm_jobs
 import yaml
 from kan.contract import factory

@@ -1,7 +1,6 @@
-"""Launching one measurement point: each piece once.
+"""Launching one measurement point: each piece once. What the planner shares with it (a point's
+Slurm request, atomic writes) is in kan/contract/, never imported from the analysis package.
 
-    geometry   a point's Slurm request (tasks, CPUs, memory, --gres, --exclusive); also the rule's
-               resources in workflow/rules/common.smk
     commands   the command lines: python -m kan.train directly (one rank), torchrun (standalone, or
                one agent per node with c10d rendezvous), srun; the fault-injection hook
     claims     a per-point claim, so a live earlier attempt is waited for, never duplicated

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import kan
 from kan import env as kan_env
+from kan.contract import geometry
 from kan.contract.point import LaunchSettings, Point
 
-from . import geometry, netemu
+from . import netemu
 
 # rendezvous / MASTER_PORT = PORT_BASE + job id mod PORT_SPAN: distinct for jobs that share a node
 # (the local test cluster puts every fake node on 127.0.0.1), below the Linux ephemeral range

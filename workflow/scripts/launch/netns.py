@@ -40,7 +40,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from scaling.common.atomic import write_text
+from kan.contract.atomic import write_text
 
 from .claims import process_start
 

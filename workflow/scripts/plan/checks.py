@@ -9,7 +9,7 @@ from __future__ import annotations
 from kan.contract import factory
 from kan.contract.point import EXPERIMENTS
 from kan.contract.data_config import SKLEARN
-from scaling.decide.expect_spec import expectation_problems
+from kan.contract.expect_spec import expectation_problems
 
 from . import factories
 from .config_keys import lr_candidates, study_parts

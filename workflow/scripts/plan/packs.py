@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 
 from kan.contract.point import LaunchSettings, Point
-from launch import geometry as geo  # one definition of what a point's job asks for
-from scaling.common.atomic import write_text
+from kan.contract import geometry as geo  # one definition of what a point's job asks for
+from kan.contract.atomic import write_text
 
 from .schema import ConfigError
 
@@ -31,7 +31,7 @@ PREFIX = "kanpack"
 
 
 def geometry(point: Point, launch: LaunchSettings) -> dict:
-    """What the point's allocation looks like (launch/geometry.py computes the same for sbatch)."""
+    """What the point's allocation looks like (kan/contract/geometry.py computes the same for sbatch)."""
     return {"nodes": point.placement.nodes, "tasks_per_node": geo.tasks_per_node(point),
             "cpus_per_task": geo.cpus_per_task(point, launch), "mem_mb_per_node": geo.mem_mb_per_node(point, launch),
             "gres": geo.gres(point, launch), "slurm_extra": geo.slurm_extra(point, launch),

@@ -15,7 +15,7 @@ from kan.contract import factory
 from kan.contract.capture_hooks import CAPTURE_SAFE_HOOKS, capture_conflict  # noqa: F401
 from kan.contract.point import EXPERIMENTS, AllreduceConfig, Placement, Point, PointError, TrainConfig
 from kan.contract.fields import default
-from scaling.common.repeats import RepeatPlan
+from kan.contract.repeats import RepeatPlan
 
 from .config_keys import config_kwargs, lr_candidates, study_parts
 from .schema import ConfigError

@@ -14,7 +14,7 @@ import pandas as pd
 from kan import startup
 from kan.contract.point import TrainConfig
 
-from .placements import INTER, INTRA, PLACEMENTS, SIMULATED, SINGLE  # noqa: F401 (the analysis reads them here)
+from kan.contract.placements import INTER, INTRA, PLACEMENTS, SIMULATED, SINGLE  # noqa: F401 (the analysis reads them here)
 
 # several "nodes" on one host joined by an emulated link of known rate (launch/netemu.py): one class
 # per rate, e.g. "emulated inter-node (one host, 100 Mbit/s link)"

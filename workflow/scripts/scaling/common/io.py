@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import write_text  # noqa: F401  (re-exported: the scripts' one import)
+from kan.contract.atomic import write_text  # noqa: F401  (re-exported: the scripts' one import)
 
 TABLES = ("points", "strong", "weak", "comm", "model_size", "ddp", "allreduce_sizes", "anatomy")
 JSON_TABLES = ("fits", "model")

@@ -4,7 +4,7 @@ stage: tables, model, guidelines, figures, report.
 The values come from the validated config (plan.validate_config fills in the schema's defaults):
 its `report` section without the keys that are no threshold (the seed-paper reference, the compared
 studies, the expectations), plus the deciding intervals' level and the number of looks, which the
-repeats decide (common/repeats.py). The rules pass exactly that as the `thresholds` param
+repeats decide (kan/contract/repeats.py). The rules pass exactly that as the `thresholds` param
 (workflow/rules/common_report.smk, get_thresholds). No default is stated here: every field is
 required, so a key the config lacks fails loudly instead of falling back to a second copy of the
 schema's default (workflow/schemas/config.schema.yaml holds them all).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .repeats import RepeatPlan
+from kan.contract.repeats import RepeatPlan
 
 # report keys that are no threshold of the analysis (each reaches the steps that read it on its own)
 NOT_THRESHOLDS = ("reference", "compare", "expect")

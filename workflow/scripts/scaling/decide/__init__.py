@@ -13,6 +13,5 @@ expectations. Reads the tables stage's tables and model.json.
     totarget      time to the target at world sizes not measured (steps x the model's step time)
     guidelines    compute_guidelines: all of the above, in report order
     sequential    adaptive repeats: what one look adds, the error-rate simulation, the report's account
-    expect_spec   report.expect's grammar: metrics, selectors, a config's problems (no pandas: the planner's)
     expectations  report.expect: pass / fail / inconclusive against the tables
 """

@@ -33,7 +33,7 @@ import pandas as pd
 from ..common.columns import baseline_name, model_family
 from ..common.fmt import sig
 from ..common.stats import as_number, known
-from .expect_spec import (COMM_EXPERIMENTS, INTEGER_SELECTORS, KEYS, METRICS, SELECTORS, Metric,  # noqa: F401
+from kan.contract.expect_spec import (COMM_EXPERIMENTS, INTEGER_SELECTORS, KEYS, METRICS, SELECTORS, Metric,  # noqa: F401
                           allowed_keys, expectation_problems, validate_expectations)
 
 PASS, FAIL, INCONCLUSIVE, NOT_MEASURED = "pass", "fail", "inconclusive", "not measured"

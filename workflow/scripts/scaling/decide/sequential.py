@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from ..common.repeats import RepeatPlan, next_batch
+from kan.contract.repeats import RepeatPlan, next_batch
 from ..common.stats import ratio_ci, summarize
 from ..tables.aggregate import GROUP
 from .rules import key_of, more_repeats, side

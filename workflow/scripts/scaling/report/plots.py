@@ -17,7 +17,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from ..common.atomic import write_text
+from kan.contract.atomic import write_text
 from ..common.settings import Settings
 from . import plotkit as kit
 from .ddp_plot import plot_ddp

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..common.columns import baseline_name
 from ..common.fmt import band, cost, interval, plural, seconds, sig
-from ..common.repeats import RepeatPlan
+from kan.contract.repeats import RepeatPlan
 from ..common.settings import Settings
 from ..common.stats import level_label
 from ..decide.expectations import RULE as EXPECT_RULE

@@ -3,7 +3,7 @@ srun line both come from here."""
 
 from __future__ import annotations
 
-from kan.contract.point import LaunchSettings, Point
+from .point import LaunchSettings, Point
 
 
 def tasks_per_node(point: Point) -> int:

@@ -1,11 +1,12 @@
-"""A study's repeats: fixed, or adaptive with looks (decide/sequential.py says how the looks decide).
+"""A study's repeats: fixed, or adaptive with looks (the analysis's decide/sequential.py says how the
+looks decide).
 No pandas or scipy here: the Snakefile reads this when it loads."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from kan.contract.point import Point
+from .point import Point
 
 
 @dataclass(frozen=True, kw_only=True)

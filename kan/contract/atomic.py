@@ -1,8 +1,8 @@
 """The atomic text write of the workflow's files: a temp file in the same folder, then a rename, so a
 reader sees the old file or the whole new one. Standard library only: the launcher (launch/netns.py)
-writes with it too, and must not pay io.py's pandas import. A point's record has its own writer
+writes with it too, and must not pay the analysis's pandas import. A point's record has its own writer
 (kan/contract/record.py write): it also fsyncs the file and its folder, since a record must survive
-a machine that dies, and the trainer cannot import the workflow's packages."""
+a machine that dies."""
 
 from __future__ import annotations
 

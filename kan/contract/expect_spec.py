@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..common.placements import PLACEMENTS
+from .placements import PLACEMENTS
 
 SELECTORS = ("model", "world_size", "nodes", "gpus_per_node", "placement", "hidden_width", "batch_per_rank")
 INTEGER_SELECTORS = ("world_size", "nodes", "gpus_per_node", "hidden_width", "batch_per_rank", "size_bytes")
