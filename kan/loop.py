@@ -126,6 +126,135 @@ def _average_grads(params: list[torch.Tensor], world: int) -> None:
         off += n
 
 
+def _wrapped(model, t_cfg, run, device: torch.device, hooked: bool):
+    """The model as the step runs it: under DDP with the point's settings (built on a side stream under
+    capture, as the recipe has it: kan/graphs.py), with the injected delay's hook where asked; else as is."""
+    if hooked and run.inject_comm_delay_ms > 0:
+        raise ddp_wrap.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
+                                    f"training.comm_hook={t_cfg.comm_hook}")
+    ddp_wrap.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
+    wrap = (lambda m: ddp_wrap.wrap(m, t_cfg)) if t_cfg.ddp else (lambda m: m)
+    net = graphs.on_side_stream(wrap, model, device) if t_cfg.cuda_graphs else wrap(model)
+    if t_cfg.ddp and run.inject_comm_delay_ms > 0:
+        net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
+    return net
+
+
+def _probe_step(net, opt, loss_fn, xb, yb, params, world: int, device: torch.device, t0: float):
+    """One comm-probe step: forward and backward under no_sync (no all-reduce), then an untimed flat
+    all-reduce of the gradients (what DDP would have done), then Adam. Returns (loss, the step's time
+    without the all-reduce, the flat all-reduce's time)."""
+    with net.no_sync():
+        loss = loss_fn(net(xb), yb)
+        loss.backward()
+    sync(device)
+    ta = time.perf_counter()
+    if world > 1:  # untimed: one rank's gradients already are the mean
+        _average_grads(params, world)
+    sync(device)
+    tb = time.perf_counter()
+    opt.step()
+    sync(device)
+    t1 = time.perf_counter()
+    return loss, (t1 - t0) - (tb - ta), tb - ta
+
+
+def _synced_step(net, opt, loss_fn, xb, yb, captured, counter, count: bool, device: torch.device):
+    """One synced step: a replay of the captured step (forward, loss, backward with the all-reduce,
+    Adam), or the eager one, its hook's bytes counted where `count`. Returns (loss, its end time)."""
+    if captured is not None:
+        loss = captured.step(xb, yb)
+        sync(device)
+        captured.settled()  # the replay finished: its hang watch stands down
+    else:
+        loss = loss_fn(net(xb), yb)
+        with counter.counting(count):
+            loss.backward()
+        opt.step()
+        sync(device)
+    return loss, time.perf_counter()
+
+
+def _held_out(point: Point, model, data, x_val, y_val, device: torch.device) -> tuple[float, float | None]:
+    """(held-out loss, accuracy or None) of the trained model, the same on every rank (identical
+    replicas): the synthetic data's as it always was (4096 fresh rows), any other data's held-out rows."""
+    t = point.train
+    if point.data.kind == "synthetic":
+        xt, yt = make_dataset(min(t.samples, 4096), point.model.widths[0], t.noise, t.seed + 1)
+        with torch.no_grad():
+            return F.mse_loss(model(xt.to(device)), yt.to(device)).item(), None
+    return evaluate(model, x_val, y_val, data.classification)
+
+
+def _before_the_clock(net, model, loss_fn, x_all, y_all, t_cfg, lr_eff, device, clock) -> tuple[dict, dict | None]:
+    """The one-time costs on untimed steps, each a part of `clock`, all undone: the first steps, which B-spline
+    kernels run (Triton only where it timed faster here; a part only where a choice was timed) and what
+    bounds a step (fixed vs per-sample cost, operators). Returns (kernels, anatomy)."""
+    bpr, ddp = t_cfg.batch_per_rank, t_cfg.ddp
+    clock.add("first_steps", _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device))
+    t0 = time.perf_counter()
+    kernels = kernel_choice.choose(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device, ddp)
+    clock.add("kernel_choice", time.perf_counter() - t0 if kernels.get("timed_ms") else None)
+    if t_cfg.cuda_graphs and kernels.get("timed_ms"):  # said, not hidden: a replay has no launch cost to save
+        kernels["timed_as"] = "eager steps, launches included: the choice for this captured point was not timed replayed"
+    t0 = time.perf_counter()
+    step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, ddp)
+    clock.add("anatomy", time.perf_counter() - t0 if step_anatomy is not None else None)
+    return kernels, step_anatomy
+
+
+def _captured(net, model, loss_fn, opt, xb, yb, run, on_hang, counting, clock):
+    """The step captured as a CUDA graph after its eager warm-up, both a part of `clock`."""
+    with clock.part("capture"):
+        return graphs.CapturedStep(net, model, loss_fn, opt, xb, yb, hang_limit_s=run.pg_timeout_s,
+                                   on_hang=on_hang, around_capture=counting)
+
+
+class _Tally:
+    """What the loop keeps besides the step times: steps and samples seen, the training clock (the
+    evaluations off it), the loss curve's window, the held-out evaluations, and a step-time point's
+    stop rule (kan/contract/step_stop.py: the largest interval over the ranks, last checked)."""
+
+    def __init__(self, t_cfg, info: DistInfo, device: torch.device, total_steps: int, t_train: float) -> None:
+        self.t, self.world, self.device, self.total, self.t_train = t_cfg, info.world_size, device, total_steps, t_train
+        self.step = self.samples_seen = self.window_n = 0
+        self.window_loss = torch.zeros((), device=device)
+        self.curve, self.val_curve, self.eval_time = [], [], 0.0
+        self.next_eval, self.spread, self.met = t_cfg.eval_every_samples, math.inf, False
+
+    def clock(self) -> float:
+        """Training time so far: the evaluations left out."""
+        return time.perf_counter() - self.t_train - self.eval_time
+
+    def done(self) -> bool:
+        return self.step >= self.total or self.met
+
+    def after_step(self, batch_loss, n: int, sync_times: list[float], validate) -> None:
+        """Count one step of `n` samples; evaluate, extend the loss curve and check the stop rule where due."""
+        self.window_loss += batch_loss
+        self.window_n += n
+        self.samples_seen += n * self.world
+        self.step += 1
+        every, last = self.t.eval_every_samples, self.step == self.total
+        if every and (self.samples_seen >= self.next_eval or last):
+            self.eval_time += validate(self.step, self.samples_seen, self.clock(), self.val_curve)
+            self.next_eval = (self.samples_seen // every + 1) * every  # the next multiple
+        if self.step % self.t.loss_every_steps == 0 or last:
+            # before the loss all-reduce, without the evaluations: training time only
+            self.curve.append({"step": self.step, "samples_seen": self.samples_seen, "elapsed_s": self.clock(),
+                               "train_loss": _global_mean(self.window_loss, self.window_n, self.device)})
+            self.window_loss.zero_()
+            self.window_n = 0
+            if self.t.step_tolerance_pct:  # at the loss's all-reduce, off the step timers, the same step on every rank
+                self.spread = _largest(step_stop.interval_pct(sync_times), self.device)
+                self.met = self.spread <= self.t.step_tolerance_pct
+
+    def stop(self) -> dict:
+        tol = self.t.step_tolerance_pct
+        return {"reason": step_stop.reason(self.met, self.step, self.t.max_steps), "tolerance_pct": tol or None,
+                "interval_pct": self.spread if tol and math.isfinite(self.spread) else None}
+
+
 def train_rank(point: Point, run, info: DistInfo, device: torch.device,
                model_factory: Callable | None = None, imports_s: float | None = None,
                on_hang: Callable[[str], None] | None = None) -> dict:
@@ -137,169 +266,83 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
     model = (model_factory or build_model)(m_cfg, t_cfg.seed).to(device)
     use_ddp = t_cfg.ddp
     hooked = use_ddp and t_cfg.comm_hook != "none"
-    if hooked and run.inject_comm_delay_ms > 0:
-        raise ddp_wrap.SettingError("--inject-comm-delay-ms is a comm hook of its own: not with "
-                                    f"training.comm_hook={t_cfg.comm_hook}")
-    ddp_wrap.set_nccl_algo(t_cfg, dist.get_backend())  # before DDP's first broadcast makes the communicator
-    wrap = (lambda m: ddp_wrap.wrap(m, t_cfg)) if use_ddp else (lambda m: m)
-    # under capture the recipe builds DDP on a side stream (kan/graphs.py)
-    net = graphs.on_side_stream(wrap, model, device) if t_cfg.cuda_graphs else wrap(model)
-    if use_ddp and run.inject_comm_delay_ms > 0:
-        net.register_comm_hook(None, _delay_hook(run.inject_comm_delay_ms / 1000))
+    net = _wrapped(model, t_cfg, run, device, hooked)
     counter = ddp_wrap.ByteCounter()  # what the hook all-reduces in the timed synced steps
     lr_eff, warmup = point.lr_effective, t_cfg.lr_warmup_samples
     params = [p for p in model.parameters() if p.requires_grad]  # pykan has frozen ones (grid, masks)
-
     data = load_data(point.data, t_cfg.samples, m_cfg.widths[0], t_cfg.noise, t_cfg.seed)
-    x_all, y_all = data.x.to(device), data.y.to(device)
-    x_val, y_val = data.x_val.to(device), data.y_val.to(device)
+    x_all, y_all, x_val, y_val = (t.to(device) for t in (data.x, data.y, data.x_val, data.y_val))
     loss_fn = F.cross_entropy if data.classification else F.mse_loss
     bpr = t_cfg.batch_per_rank
     clock = startup.Clock()  # every one-time cost before the training clock, by name (kan/startup.py)
     clock.add("imports", imports_s)
-    clock.add("first_steps", _startup(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device))
-    # which B-spline kernels run (Triton only where it timed faster here), before the clock and undone;
-    # a part only where a choice was timed (elsewhere the path is looked up)
-    t0 = time.perf_counter()
-    kernels = kernel_choice.choose(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device, use_ddp)
-    clock.add("kernel_choice", time.perf_counter() - t0 if kernels.get("timed_ms") else None)
-    if t_cfg.cuda_graphs and kernels.get("timed_ms"):  # said, not hidden: a replay has no launch cost to save
-        kernels["timed_as"] = ("eager steps, launches included: the choice for this captured point was not "
-                               "timed on replayed steps")
-    # what bounds a step (fixed vs per-sample cost, operators), also before the clock and undone
-    t0 = time.perf_counter()
-    step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, use_ddp)
-    clock.add("anatomy", time.perf_counter() - t0 if step_anatomy is not None else None)
+    kernels, step_anatomy = _before_the_clock(net, model, loss_fn, x_all, y_all, t_cfg, lr_eff, device, clock)
     # fused Adam on CUDA: one kernel instead of ~10 per parameter tensor (small steps are launch-bound);
     # a captured step needs Adam(capturable=True) with its rate as a device tensor (kan/graphs.py)
     opt = (graphs.make_optimizer(net.parameters(), lr_eff, device) if t_cfg.cuda_graphs else
            torch.optim.Adam(net.parameters(), lr=lr_eff, fused=device.type == "cuda"))
-    eval_every = t_cfg.eval_every_samples
-    next_eval, eval_time, val_curve = eval_every, 0.0, []
     shard_len = len(shard_indices(t_cfg.samples, info.rank, info.world_size, 0, t_cfg.seed))
     steps_per_epoch = graphs.steps_per_epoch(shard_len, bpr) if t_cfg.cuda_graphs else math.ceil(shard_len / bpr)
-    total_steps = t_cfg.epochs * steps_per_epoch
-    if t_cfg.max_steps:
-        total_steps = min(total_steps, t_cfg.max_steps)
+    total_steps = min(t_cfg.epochs * steps_per_epoch, t_cfg.max_steps or math.inf)
     # a captured step cannot also run under no_sync: no comm probe (exposed communication unmeasured)
     probe_every = t_cfg.comm_probe_every if use_ddp and not t_cfg.cuda_graphs else 0
     # under capture: the eager warm-up and the capture, before the clock and undone (kan/graphs.py); a
     # hook's all-reduces are counted in the captured step, which every replay repeats
-    captured = None
-    if t_cfg.cuda_graphs:
-        with clock.part("capture"):
-            captured = graphs.CapturedStep(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr],
-                                           hang_limit_s=run.pg_timeout_s, on_hang=on_hang,
-                                           around_capture=lambda: counter.counting(hooked))
+    captured = _captured(net, model, loss_fn, opt, x_all[:bpr], y_all[:bpr], run, on_hang,
+                         lambda: counter.counting(hooked), clock) if t_cfg.cuda_graphs else None
     progress = Progress(total_steps, bpr * info.world_size, run.progress_every_s, info.is_main)
 
     with graphs.released(captured):  # on every path, before the process group is destroyed
-        sync_times: list[float] = []
-        nosync_times: list[float] = []
-        flat_ar_times: list[float] = []
-        epochs: list[dict] = []
-        curve: list[dict] = []
-        window_loss = torch.zeros((), device=device)
-        window_n = 0
-        samples_seen = 0
-        step = 0
-        # a step-time point (kan/contract/step_stop.py): the largest interval over the ranks, last checked
-        tolerance, spread, met = t_cfg.step_tolerance_pct, math.inf, False
+        sync_times, nosync_times, flat_ar_times, epochs = [], [], [], []  # seconds; one dict an epoch
         sync(device)
-        t_train = time.perf_counter()
+        tally = _Tally(t_cfg, info, device, total_steps, time.perf_counter())
         for epoch in range(t_cfg.epochs):
-            if step >= total_steps or met:
+            if tally.done():
                 break
             idx = shard_indices(t_cfg.samples, info.rank, info.world_size, epoch, t_cfg.seed).to(device)
             # one gather per epoch; each step then takes a contiguous slice (a view, no copy)
             x_ep, y_ep = x_all[idx], y_all[idx]
-            loss_sum = torch.zeros((), device=device)
-            seen = 0
+            loss_sum, seen = torch.zeros((), device=device), 0
             for s in range(steps_per_epoch):
-                if step >= total_steps or met:
+                if tally.done():
                     break
                 xb, yb = x_ep[s * bpr : (s + 1) * bpr], y_ep[s * bpr : (s + 1) * bpr]
+                step = tally.step
                 probe = probe_every > 0 and step % probe_every == probe_every - 1
                 timed = step >= t_cfg.warmup_steps and len(xb) == bpr  # full batches after warm-up only
-                if samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
-                    set_lr(opt, lr_eff * lr_rule.warmup_factor(samples_seen + len(xb) * info.world_size, warmup))
+                if tally.samples_seen < warmup:  # the rate's ramp, before the timer: one float (or device scalar) per group
+                    set_lr(opt, lr_eff * lr_rule.warmup_factor(tally.samples_seen + len(xb) * info.world_size, warmup))
                 t0 = time.perf_counter()
                 if captured is None:  # a replay's backward writes its static grads: nothing to zero
                     opt.zero_grad(set_to_none=True)
                 if probe:  # never under capture (probe_every is 0 there)
-                    with net.no_sync():
-                        loss = loss_fn(net(xb), yb)
-                        loss.backward()
-                    sync(device)
-                    ta = time.perf_counter()
-                    if info.world_size > 1:  # untimed: one rank's gradients already are the mean
-                        _average_grads(params, info.world_size)
-                    sync(device)
-                    tb = time.perf_counter()
-                    opt.step()
-                    sync(device)
-                    t1 = time.perf_counter()
+                    loss, nosync_s, flat_s = _probe_step(net, opt, loss_fn, xb, yb, params, info.world_size, device, t0)
                     if timed:
-                        nosync_times.append((t1 - t0) - (tb - ta))
-                        flat_ar_times.append(tb - ta)
+                        nosync_times.append(nosync_s)
+                        flat_ar_times.append(flat_s)
                 else:
-                    if captured is not None:  # one replay: forward, loss, backward (all-reduce), Adam
-                        loss = captured.step(xb, yb)
-                        sync(device)
-                        captured.settled()  # the replay finished: its hang watch stands down
-                    else:
-                        loss = loss_fn(net(xb), yb)
-                        with counter.counting(hooked and timed):
-                            loss.backward()
-                        opt.step()
-                        sync(device)
-                    t1 = time.perf_counter()
+                    loss, t1 = _synced_step(net, opt, loss_fn, xb, yb, captured, counter, hooked and timed, device)
                     if timed:
                         sync_times.append(t1 - t0)
                 batch_loss = loss.detach() * len(xb)
                 loss_sum += batch_loss
-                window_loss += batch_loss
                 seen += len(xb)
-                window_n += len(xb)
-                samples_seen += len(xb) * info.world_size
-                step += 1
-                if eval_every and (samples_seen >= next_eval or step == total_steps):
-                    eval_time += _validate(model, x_val, y_val, data.classification, info, step, samples_seen,
-                                           time.perf_counter() - t_train - eval_time, val_curve)
-                    next_eval = (samples_seen // eval_every + 1) * eval_every  # the next multiple
-                if step % t_cfg.loss_every_steps == 0 or step == total_steps:
-                    # before the loss all-reduce, without the evaluations: training time only
-                    elapsed = time.perf_counter() - t_train - eval_time
-                    curve.append({"step": step, "samples_seen": samples_seen, "elapsed_s": elapsed,
-                                  "train_loss": _global_mean(window_loss, window_n, device)})
-                    window_loss.zero_()
-                    window_n = 0
-                    if tolerance:  # at the loss's all-reduce, off the step timers, the same step on every rank
-                        spread = _largest(step_stop.interval_pct(sync_times), device)
-                        met = spread <= tolerance
-                progress.update(step)
+                tally.after_step(batch_loss, len(xb), sync_times, lambda *a: _validate(
+                    model, x_val, y_val, data.classification, info, *a))
+                progress.update(tally.step)
             # global mean training loss of this epoch (one small all-reduce, outside the timed steps)
             epochs.append({"epoch": epoch, "train_loss": _global_mean(loss_sum, seen, device),
-                           "elapsed_s": time.perf_counter() - t_train - eval_time})
+                           "elapsed_s": tally.clock()})
         sync(device)
-        train_time = time.perf_counter() - t_train - eval_time
+        train_time = tally.clock()
 
     if run.weights_out:
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, f"{run.weights_out}.rank{info.rank}.pt")
 
-    # held-out loss of the trained model, same on every rank (identical replicas); the synthetic
-    # data's as it always was (4096 fresh rows), any other data's on its held-out rows
-    if point.data.kind == "synthetic":
-        xt, yt = make_dataset(min(t_cfg.samples, 4096), m_cfg.widths[0], t_cfg.noise, t_cfg.seed + 1)
-        with torch.no_grad():
-            test_loss = F.mse_loss(model(xt.to(device)), yt.to(device)).item()
-    else:
-        test_loss, test_accuracy = evaluate(model, x_val, y_val, data.classification)
+    test_loss, test_accuracy = _held_out(point, model, data, x_val, y_val, device)
 
-    if device.type == "cuda":
-        peak, mem_kind = torch.cuda.max_memory_allocated(device), "cuda_max_allocated"
-    else:
-        peak, mem_kind = metrics.peak_rss_bytes(), "cpu_peak_rss"
+    peak, mem_kind = ((torch.cuda.max_memory_allocated(device), "cuda_max_allocated") if device.type == "cuda"
+                      else (metrics.peak_rss_bytes(), "cpu_peak_rss"))
     return {
         "sync": metrics.summarize(sync_times),
         "nosync": metrics.summarize(nosync_times),
@@ -311,17 +354,16 @@ def train_rank(point: Point, run, info: DistInfo, device: torch.device,
         "kernels": kernels,
         # this rank's warm-up and capture cost beside the capture's facts (the device script's summary)
         "cuda_graphs": {**captured.facts(), "capture_s": clock.parts["capture"]} if captured is not None else None,
-        "steps": step,
+        "steps": tally.step,
         "steps_per_epoch": steps_per_epoch,
-        "stop": {"reason": step_stop.reason(met, step, t_cfg.max_steps), "tolerance_pct": tolerance or None,
-                 "interval_pct": spread if tolerance and math.isfinite(spread) else None},
+        "stop": tally.stop(),
         "epochs": epochs,
-        "curve": curve,
+        "curve": tally.curve,
         "test_loss": test_loss,
-        "test_accuracy": None if point.data.kind == "synthetic" else test_accuracy,
+        "test_accuracy": test_accuracy,
         "data": data.facts,
-        "val_curve": val_curve,
-        "eval_time_s": eval_time,
+        "val_curve": tally.val_curve,
+        "eval_time_s": tally.eval_time,
         "peak_mem_bytes": peak,
         "mem_kind": mem_kind,
         "num_params": num_params(model),

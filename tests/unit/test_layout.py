@@ -1,6 +1,7 @@
 """The code's layout stays findable: kan/'s top level is the model and the trainer (at most 14
 modules), every subpackage is named in kan/__init__.py's map and every module in its package's map,
-no two modules share a base name, and no Python file grows past 450 lines."""
+no two modules share a base name, no Python file grows past 450 lines and no function in kan/ past
+120."""
 
 import re
 from collections import Counter
@@ -45,3 +46,16 @@ def test_no_python_file_is_longer_than_the_limit():
     files = [p for folder in (ROOT / "kan", ROOT / "workflow", ROOT / "tests", ROOT / "benchmarks") for p in modules(folder)]
     long = [f"{p.relative_to(ROOT)}: {n}" for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES]
     assert long == []
+
+
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_in_kan_is_longer_than_a_screenful_or_two():
+    """kan/ reads top to bottom: train_rank's step modes are named functions, not 200 inline lines."""
+    import ast
+
+    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in modules(ROOT / "kan") for n in ast.walk(ast.parse(p.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, long
