@@ -217,3 +217,26 @@ def test_a_deploy_guideline_says_when_the_answer_rests_on_a_measured_time_instea
     assert out[0]["answer_note"] == ("The answer above places kan [2,8,1] by its measured time to val_loss ≤ 0.09, "
                                      "not by this prediction of the configured work.")
     assert "answer_note" not in out[1] and "answer_note" not in out[2]
+
+
+def test_terms_say_what_mlp_matched_is_in_numbers():
+    """mlp_matched is named by the KAN's widths; Terms gives its own widths and parameters, as the
+    trainer builds it, beside the KAN's."""
+    import copy
+
+    import plan
+    from kan.contract.point import ModelConfig
+    from kan.models import build_model, num_params
+    from scaling.report.sections import matched_models
+
+    cfg = plan.validate_config(copy.deepcopy({"study": "m", "model": {"impl": ["kanscale", "mlp_matched"],
+                                                                       "widths": [30, 8, 1]},
+                                              "experiments": {"strong": {"samples": 1024, "global_batch": 64,
+                                                                         "topologies": [{"nodes": 1, "gpus_per_node": 1}]}}}))
+    (line,) = matched_models(cfg)
+    built = build_model(ModelConfig(impl="mlp_matched", widths=(30, 8, 1)))
+    kan = build_model(ModelConfig(impl="kanscale", widths=(30, 8, 1)))
+    widths = built.widths
+    assert line == (f"mlp_matched [30,8,1] is the MLP [{','.join(map(str, widths))}]: {num_params(built):,} parameters, "
+                    f"against the B-spline KAN's {num_params(kan):,}")
+    assert matched_models({**cfg, "model": {**cfg["model"], "impl": ["kanscale"]}}) == []

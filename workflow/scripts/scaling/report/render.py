@@ -36,7 +36,8 @@ from .figure_names import CRITICAL
 from .figure_names import HELDOUT_PREFIX as PREFIX
 from .reference import PAPER_BASELINE
 from .sections import (SECTIONS, compare_context, core_table, ddp_model_rows, expectations_context, figure_entries, fit_rows,
-                       guideline_groups, looks_context, model_sections, reference_notes, status_summary)
+                       guideline_groups, looks_context, matched_models, model_sections, reference_notes,
+                       status_summary)
 from .run_summary import measured_on, placement_text
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "report" / "templates"
@@ -118,6 +119,7 @@ def build_context(tables: dict, guidelines: list[dict], manifest: dict, figures_
         "fit_rows": fit_rows(fits),
         "fit_method": fits.get("method") or {},
         "models": models,
+        "matched_models": matched_models(config),
         "shared_compute": shared_compute(models),
         "link_check": linkcheck.report_context(tables.get("model")),
         "operator": operator.section(tables.get("strong"), tables.get("model")),

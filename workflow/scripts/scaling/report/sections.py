@@ -310,3 +310,31 @@ def looks_context(look: dict | None, guidelines: list[dict], repeats, settings: 
     ctx["level_label"] = level_label(rp.level)
     ctx["alpha_label"] = level_label(rp.alpha)
     return ctx
+
+
+BASIS_NAMES = {"bspline": "B-spline", "rbf": "RBF", "chebyshev": "Chebyshev"}
+
+
+def matched_models(config: dict) -> list[str]:
+    """What mlp_matched is in this study, in numbers, for Terms: 'mlp_matched [2,64,1] is the MLP
+    [2,416,1]: 1,665 parameters, against the KAN's 1,664 (kanscale, B-spline)'. Built as the trainer
+    builds them (kan.models.build_model), on PyTorch's meta device: counted, never allocated."""
+    if "model" not in config or "mlp_matched" not in config["model"]["impl"]:
+        return []  # (a report rendered from tables alone has no model section)
+    m = config["model"]
+    import torch
+
+    from kan.contract.point import ModelConfig
+    from kan.models import build_model, matched_mlp_widths, mlp_param_count, num_params
+
+    out = []
+    for basis in m["basis"]:
+        cfg = ModelConfig(impl="kanscale", basis=basis, widths=tuple(m["widths"]), grid_size=m["grid_size"],
+                          spline_order=m["spline_order"], grid_range=tuple(m["grid_range"]))
+        with torch.device("meta"):
+            kan = num_params(build_model(cfg))
+        mlp = matched_mlp_widths(cfg.widths, kan)
+        out.append(f"mlp_matched [{','.join(map(str, cfg.widths))}] is the MLP [{','.join(map(str, mlp))}]: "
+                   f"{mlp_param_count(mlp):,} parameters, against the {BASIS_NAMES.get(basis, basis)} KAN's {kan:,}")
+    return out
+
