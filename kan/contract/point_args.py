@@ -29,6 +29,7 @@ def add_point_arguments(parser: argparse.ArgumentParser) -> None:
         for f in dataclasses.fields(cls):
             dest = f"{name}__{f.name}"
             help_ = f.metadata["help"] + (f" [{f.metadata['unit']}]" if f.metadata["unit"] else "")
+            help_ = help_.replace("%", "%%")  # argparse formats help with %: "95% interval" is a literal
             if f.type in ("bool", bool):
                 grp.add_argument(f"--{flag(f)}", dest=dest, action=argparse.BooleanOptionalAction, default=None,
                                  help=help_)

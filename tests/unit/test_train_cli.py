@@ -142,3 +142,12 @@ def test_a_step_time_point_that_cannot_meet_its_tolerance_stops_at_its_cap(tmp_p
     rec = records.read(plain)  # a point without a tolerance: the whole work, and its id as before
     assert rec["timing"]["stop"] == {"reason": "work", "tolerance_pct": None, "interval_pct": None}
     assert "step_tolerance_pct" not in rec["point"]["train"]
+
+
+def test_help_lists_every_flag_with_its_text(capsys):
+    """--help formats every field's help: a literal % (the step tolerance's "95% interval") is text."""
+    with pytest.raises(SystemExit) as e:
+        train.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--step-tolerance-pct" in out and "95% interval" in out
