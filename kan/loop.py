@@ -196,7 +196,8 @@ def _before_the_clock(net, model, loss_fn, x_all, y_all, t_cfg, lr_eff, device, 
     kernels = kernel_choice.choose(net, model, loss_fn, x_all[:bpr], y_all[:bpr], lr_eff, device, ddp)
     clock.add("kernel_choice", time.perf_counter() - t0 if kernels.get("timed_ms") else None)
     if t_cfg.cuda_graphs and kernels.get("timed_ms"):  # said, not hidden: a replay has no launch cost to save
-        kernels["timed_as"] = "eager steps, launches included: the choice for this captured point was not timed replayed"
+        kernels["timed_as"] = ("eager steps, launches included: the choice for this captured point was not "
+                               "timed on replayed steps")
     t0 = time.perf_counter()
     step_anatomy = anatomy.measure(net, model, loss_fn, x_all, y_all, bpr, lr_eff, device, ddp)
     clock.add("anatomy", time.perf_counter() - t0 if step_anatomy is not None else None)

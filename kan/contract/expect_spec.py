@@ -1,4 +1,4 @@
-"""The grammar of `report.expect` (decide/expectations.py says what an expectation means and how it
+"""The grammar of `report.expect` (the analysis's scaling/decide/expectations.py says what an expectation means and how it
 is judged): its metrics, selectors and allowed keys, and the problems of a config's list. No table and
 no pandas here: the planner checks a config with it at load time, before anything runs, and every
 snakemake start imports the planner.

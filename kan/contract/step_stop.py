@@ -23,9 +23,6 @@ from collections.abc import Sequence
 BATCHES = 10
 T_975 = 2.262  # Student's t, 97.5% quantile, BATCHES - 1 = 9 degrees of freedom
 MIN_TIMED = 50
-# why a point's training ended, as its record says (timing.stop.reason)
-REASONS = {"tolerance": "its mean step's 95% interval came within the tolerance",
-           "cap": "it reached max_steps", "work": "it trained its whole work"}
 
 
 def interval_pct(times_s: Sequence[float]) -> float:
@@ -42,7 +39,9 @@ def interval_pct(times_s: Sequence[float]) -> float:
 
 
 def reason(tolerance_met: bool, steps: int, cap: int) -> str:
-    """'tolerance', 'cap' (max_steps ran out first) or 'work' (the whole work was trained)."""
+    """Why a point's training ended, as its record says (timing.stop.reason): 'tolerance' (its mean
+    step's interval came within the tolerance), 'cap' (max_steps ran out first) or 'work' (the whole
+    work was trained)."""
     if tolerance_met:
         return "tolerance"
     return "cap" if cap and steps >= cap else "work"

@@ -42,4 +42,3 @@ def test_the_reason_says_which_limit_ended_training():
     assert step_stop.reason(False, 80, 80) == "cap"
     assert step_stop.reason(False, 16, 0) == "work"
     assert step_stop.reason(False, 16, 100) == "work"  # the work ended before the cap
-    assert set(step_stop.REASONS) == {"tolerance", "cap", "work"}
